@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Creates or refreshes .venv and the system libraries rendering needs.
+# Idempotent: a second run with an unchanged pyproject.toml does nothing but checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+for pkg in libegl1 libosmesa6 libgl1; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_pkgs+=("$pkg")
+done
+if ((${#need_pkgs[@]})); then
+    echo "[bootstrap] installing system packages: ${need_pkgs[*]}"
+    sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3.11}
+if [ ! -x .venv/bin/python ]; then
+    echo "[bootstrap] creating .venv with $PY"
+    "$PY" -m venv .venv
+fi
+
+extras=${EMBODIED_EXTRAS:-dev}
+stamp=.venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)-${extras//,/_}
+if [ ! -f "$stamp" ]; then
+    echo "[bootstrap] installing the project into .venv (extras: $extras)"
+    .venv/bin/python -m pip install -q --upgrade pip
+    # torch first and pinned, so no dependency can pull a CUDA build.
+    .venv/bin/python -m pip install -q "torch==2.13.0"
+    .venv/bin/python -m pip install -q -e ".[$extras]"
+    rm -f .venv/.installed-*
+    touch "$stamp"
+fi

@@ -1,0 +1,290 @@
+"""The embedded default backend: C MuJoCo batched on a thread pool (``mujoco.batch``).
+
+State tensors are zero-copy torch views of the batch's float64 arrays; the
+observation is float32. One env step = ``decimation`` physics steps with the
+actuator targets held, as on the real robot's PD loop.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import mujoco
+import numpy as np
+import torch
+from mujoco import batch as mjbatch
+
+from robots import load_robot, robot_mjspec
+from sim.actions import JointPositionAction
+from sim.randomization import DomainRandomization
+from sim.task import Task
+
+
+def _view(array: np.ndarray) -> torch.Tensor:
+    """A torch view of a batch array (output arrays are read-only; torch only warns)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.from_numpy(array)
+
+
+class MujocoState:
+    """:class:`sim.protocol.SimState` over a persistent ``mujoco.batch.Batch``."""
+
+    def __init__(self, model: mujoco.MjModel, batch: mjbatch.Batch, decimation: int):
+        self.model, self.batch = model, batch
+        self.num_envs = batch.nsim
+        self.device = torch.device("cpu")
+        self.physics_dt = float(model.opt.timestep)
+        self.control_dt = self.physics_dt * decimation
+        for name in ("qpos", "qvel", "ctrl", "mocap_pos", "xpos", "xquat", "site_xpos",
+                     "site_xmat", "sensordata", "time"):
+            setattr(self, name, _view(batch.bind(name)))
+
+    def _id(self, kind: mujoco.mjtObj, name: str) -> int:
+        i = mujoco.mj_name2id(self.model, kind, name)
+        if i < 0:
+            raise KeyError(f"no {kind.name[6:].lower()} named '{name}' in the model")
+        return i
+
+    def body_id(self, name: str) -> int:
+        return self._id(mujoco.mjtObj.mjOBJ_BODY, name)
+
+    def site_id(self, name: str) -> int:
+        return self._id(mujoco.mjtObj.mjOBJ_SITE, name)
+
+    def sensor_slice(self, name: str) -> slice:
+        i = self._id(mujoco.mjtObj.mjOBJ_SENSOR, name)
+        adr = int(self.model.sensor_adr[i])
+        return slice(adr, adr + int(self.model.sensor_dim[i]))
+
+    def joint_qpos_slice(self, name: str) -> slice:
+        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
+        adr = int(self.model.jnt_qposadr[j])
+        width = {0: 7, 1: 4}.get(int(self.model.jnt_type[j]), 1)
+        return slice(adr, adr + width)
+
+    def joint_dof_slice(self, name: str) -> slice:
+        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
+        adr = int(self.model.jnt_dofadr[j])
+        width = {0: 6, 1: 3}.get(int(self.model.jnt_type[j]), 1)
+        return slice(adr, adr + width)
+
+    def site_jacobian(self, site: int) -> torch.Tensor:
+        body = int(self.model.site_bodyid[site])
+        jacp, _ = self.batch.jac(body, self.site_xpos[:, site].numpy())
+        return torch.from_numpy(jacp)
+
+
+@dataclass
+class EnvConfig:
+    """Settings shared by every backend."""
+
+    num_envs: int = 16
+    seed: int = 0
+    nthread: int | None = None  # physics threads; None: all cores
+    obs_noise: bool = True
+    randomization: DomainRandomization = field(default_factory=DomainRandomization)
+    episode_length_s: float | None = None  # None: the task's own
+    divergence_qvel: float = 1e3  # |qvel| above this counts as a diverged simulation
+
+
+def compile_task_model(task: Task) -> mujoco.MjModel:
+    """The task's scene compiled: robot (with actuators and cameras) + task objects."""
+    spec = robot_mjspec(task.robot)
+    task.build_scene(spec)
+    return spec.compile()
+
+
+class MujocoBatchEnv:
+    """A batch of one task's envs on C MuJoCo; implements :class:`sim.protocol.BatchedEnv`."""
+
+    def __init__(self, task: Task | type[Task], cfg: EnvConfig | None = None, **overrides):
+        cfg = cfg or EnvConfig()
+        for key, value in overrides.items():
+            setattr(cfg, key, value)
+        self.cfg = cfg
+        if isinstance(task, type):
+            task = task(load_robot(task.robot_name))
+        self.task = task
+        self.robot = task.robot
+        self.model = compile_task_model(task)
+        nthread = cfg.nthread or os.cpu_count() or 1
+        self.batch = mjbatch.Batch(self.model, cfg.num_envs, min(nthread, cfg.num_envs),
+                                   persistent=True)
+        self.state = MujocoState(self.model, self.batch, self.robot.decimation)
+        self.num_envs = cfg.num_envs
+        self.device = torch.device("cpu")
+        self.instruction = task.instruction
+        self.camera_names = tuple(task.cameras or self.robot.camera_names)
+        self.decimation = self.robot.decimation
+        self.action_map = JointPositionAction(self.robot)
+        self.action_dim = self.robot.action_dim
+        self.max_episode_steps = round(
+            (cfg.episode_length_s or task.episode_length_s) / self.state.control_dt
+        )
+        self._ctrl_ids = torch.arange(self.action_map.ctrl_dim)
+        self._gen = torch.Generator().manual_seed(cfg.seed)
+        self._setup_randomization()
+        task.setup(self.state)
+        self._obs_terms = task.observation_terms()
+        self._reward_terms = task.reward_terms()
+        self.episode_step = torch.zeros(self.num_envs, dtype=torch.long)
+        self.episode_return = torch.zeros(self.num_envs, dtype=torch.float64)
+        self.diverged_total = 0
+        lat_hi = cfg.randomization.action_latency_steps[1] if cfg.randomization.enabled else 0
+        self._history = torch.zeros(lat_hi + 1, self.num_envs, self.action_dim,
+                                    dtype=torch.float64)
+        self._latency = torch.zeros(self.num_envs, dtype=torch.long)
+        self._start_time = torch.zeros(self.num_envs, dtype=torch.float64)
+        self._renderers: dict[tuple, Any] = {}
+        self._render_datas: list[mujoco.MjData] = []
+        self.obs_dim = self._observe(noise=False).shape[1]
+        self.reset()
+
+    # ------------------------------------------------------------ set-up
+    def _setup_randomization(self) -> None:
+        rnd, b = self.cfg.randomization, self.batch
+        self._friction = self._mass = self._gain = self._bias = None
+        if not rnd.enabled:
+            return
+        self._friction = _view(b.expand("geom_friction"))
+        self._mass = _view(b.expand("body_mass"))
+        self._gain = _view(b.expand("actuator_gainprm"))
+        self._bias = _view(b.expand("actuator_biasprm"))
+        self._base = {
+            "friction": torch.from_numpy(self.model.geom_friction.copy()),
+            "mass": torch.from_numpy(self.model.body_mass.copy()),
+            "gain": torch.from_numpy(self.model.actuator_gainprm.copy()),
+            "bias": torch.from_numpy(self.model.actuator_biasprm.copy()),
+        }
+
+    def _randomize(self, ids: torch.Tensor) -> None:
+        rnd, n = self.cfg.randomization, len(ids)
+        self._latency[ids] = rnd.sample_latency(n, self._gen)
+        if not rnd.enabled:
+            return
+        base = self._base
+        self._friction[ids] = base["friction"] * rnd.sample(rnd.friction_scale, n,
+                                                            self._gen)[:, None, None]
+        self._mass[ids] = base["mass"] * rnd.sample(rnd.mass_scale, n, self._gen)[:, None]
+        gain = rnd.sample(rnd.pd_gain_scale, n, self._gen)[:, None]
+        act = self._ctrl_ids
+        self._gain[ids[:, None], act, 0] = base["gain"][act, 0] * gain
+        self._bias[ids[:, None], act, 1] = base["bias"][act, 1] * gain
+        self._bias[ids[:, None], act, 2] = base["bias"][act, 2] * gain
+        self.batch.set_const(ids.numpy())
+
+    # ------------------------------------------------------------- core
+    def _observe(self, noise: bool) -> torch.Tensor:
+        parts = []
+        for term in self._obs_terms:
+            value = term.fn().reshape(self.num_envs, -1)
+            if noise and term.noise > 0 and self.cfg.obs_noise:
+                value = value + term.noise * (2 * torch.rand(value.shape, generator=self._gen,
+                                                             dtype=value.dtype) - 1)
+            parts.append(value)
+        return torch.cat(parts, dim=1).to(torch.float32)
+
+    def _reset_envs(self, ids: torch.Tensor) -> None:
+        ids_np = ids.numpy()
+        self.batch.reset(ids_np, stage=int(mujoco.mjtStage.mjSTAGE_NONE))
+        self._randomize(ids)
+        self.task.reset(ids, self._gen)
+        self.state.ctrl[ids[:, None], self._ctrl_ids] = self.action_map(
+            self.task.last_action[ids])
+        self._history[:, ids] = self.task.last_action[ids]
+        self.batch.forward(ids_np)
+        self.task.after_reset(ids)
+        self.episode_step[ids] = 0
+        self.episode_return[ids] = 0.0
+        self._start_time[ids] = self.state.time[ids]
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Reset every env (reseeding first if ``seed`` is given); returns obs [B, obs_dim]."""
+        if seed is not None:
+            self._gen.manual_seed(seed)
+        self._reset_envs(torch.arange(self.num_envs))
+        return self._observe(noise=True)
+
+    def _diverged(self) -> torch.Tensor:
+        s = self.state
+        expected = self._start_time + self.episode_step * s.control_dt
+        # MuJoCo resets a simulation whose state blew up (its time jumps back).
+        reset_by_engine = (s.time - expected).abs() > 0.5 * s.physics_dt
+        bad = ~torch.isfinite(s.qpos).all(1) | ~torch.isfinite(s.qvel).all(1)
+        bad |= s.qvel.abs().amax(1) > self.cfg.divergence_qvel
+        return bad | reset_by_engine
+
+    def step(self, actions: torch.Tensor):
+        """Advance every env one control step; finished envs are reset (see BatchedEnv)."""
+        actions = torch.as_tensor(actions, dtype=torch.float64).reshape(
+            self.num_envs, self.action_dim).clamp(-1.0, 1.0)
+        actions = torch.nan_to_num(actions, nan=0.0)
+        self._history = torch.roll(self._history, 1, dims=0)
+        self._history[0] = actions
+        applied = self._history[self._latency, torch.arange(self.num_envs)]
+        self.task.apply_action(applied)
+        self.state.ctrl[:, self._ctrl_ids] = self.action_map(applied)
+        self.batch.step(nstep=self.decimation, stage=int(mujoco.mjtStage.mjSTAGE_VEL))
+        self.episode_step += 1
+        diverged = self._diverged()
+        self.task.post_physics()
+
+        obs = self._observe(noise=True)
+        terms = {t.name: t.weight * t.fn() for t in self._reward_terms}
+        reward = torch.stack(list(terms.values())).sum(0)
+        success = self.task.success()
+        progress = self.task.progress()
+        terminated = self.task.terminated() & ~diverged
+        truncated = (self.episode_step >= self.max_episode_steps) | diverged
+        if diverged.any():
+            obs = torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
+            reward = torch.where(diverged, 0.0, reward)
+            self.diverged_total += int(diverged.sum())
+        reward = reward.to(torch.float32)
+        self.episode_return += reward
+        done = terminated | truncated
+        info: dict[str, Any] = {
+            "success": success,
+            "progress": progress.to(torch.float32),
+            "reward_terms": {k: v.mean().item() for k, v in terms.items()},
+            "diverged": int(diverged.sum()),
+            "time_outs": truncated,
+        }
+        if done.any():
+            ids = done.nonzero().flatten()
+            info["final_obs"] = obs.clone()
+            info["final_success"] = success.clone()
+            info["episode_return"] = self.episode_return[ids].clone()
+            info["episode_length"] = self.episode_step[ids].clone()
+            info["done_ids"] = ids
+            self._reset_envs(ids)
+            obs[ids] = self._observe(noise=True)[ids]
+        return obs, reward, terminated, truncated, info
+
+    # --------------------------------------------------------- rendering
+    def render(self, cameras: list[str] | None = None, env_ids: torch.Tensor | None = None,
+               width: int | None = None, height: int | None = None) -> torch.Tensor:
+        """Camera frames uint8 [B, V, H, W, 3] of ``env_ids`` (default all) from ``cameras``."""
+        from sim.render import MultiViewRenderer
+
+        cameras = tuple(cameras or self.camera_names)
+        first = self.robot.camera(cameras[0])
+        width, height = width or first.width, height or first.height
+        key = (cameras, width, height)
+        if key not in self._renderers:
+            self._renderers[key] = MultiViewRenderer(self.model, cameras, width, height)
+        ids = range(self.num_envs) if env_ids is None else [int(i) for i in env_ids]
+        while len(self._render_datas) < self.num_envs:
+            self._render_datas.append(mujoco.MjData(self.model))
+        datas = [self.batch.get_data(i, self._render_datas[i]) for i in ids]
+        return torch.from_numpy(self._renderers[key].render(datas))
+
+    def close(self) -> None:
+        """Release renderers (GL contexts)."""
+        for renderer in self._renderers.values():
+            renderer.close()
+        self._renderers.clear()

@@ -1,0 +1,73 @@
+"""The seams of the simulation layer: what a task reads, what a learner steps.
+
+``SimState`` is what task code sees of a batch of simulations: torch tensors
+shaped [B, ...] that are live views of the backend's arrays (MuJoCo's batch
+arrays on the CPU, Warp arrays on a GPU). Task code written against it runs on
+every backend. ``BatchedEnv`` is what learners, adapters and reward models see.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+
+class SimState(Protocol):
+    """Batched simulator state as torch tensors (first dimension: env)."""
+
+    num_envs: int
+    device: torch.device
+    physics_dt: float
+    control_dt: float
+    qpos: torch.Tensor  # [B, nq], writable
+    qvel: torch.Tensor  # [B, nv], writable
+    ctrl: torch.Tensor  # [B, nu], writable
+    mocap_pos: torch.Tensor  # [B, nmocap, 3], writable
+    xpos: torch.Tensor  # [B, nbody, 3]
+    xquat: torch.Tensor  # [B, nbody, 4] (w, x, y, z)
+    site_xpos: torch.Tensor  # [B, nsite, 3]
+    site_xmat: torch.Tensor  # [B, nsite, 9]
+    sensordata: torch.Tensor  # [B, nsensordata]
+
+    def body_id(self, name: str) -> int: ...
+    def site_id(self, name: str) -> int: ...
+    def sensor_slice(self, name: str) -> slice: ...
+    def joint_qpos_slice(self, name: str) -> slice: ...
+    def joint_dof_slice(self, name: str) -> slice: ...
+    def site_jacobian(self, site: int) -> torch.Tensor:
+        """Translational Jacobian [B, 3, nv] of a site's origin."""
+        ...
+
+
+@runtime_checkable
+class BatchedEnv(Protocol):
+    """A batch of environments stepped together; tensors on ``device``.
+
+    ``step`` auto-resets finished envs: the returned observation of a finished
+    env is the first one of its next episode, and ``info["final_obs"]`` holds
+    the last observation of the finished episode for bootstrapping.
+    """
+
+    num_envs: int
+    obs_dim: int
+    action_dim: int
+    device: torch.device
+    instruction: str
+    camera_names: tuple[str, ...]
+
+    def reset(self, seed: int | None = None) -> torch.Tensor: ...
+
+    def step(
+        self, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]: ...
+
+    def render(
+        self,
+        cameras: list[str] | None = None,
+        env_ids: torch.Tensor | None = None,
+        width: int | None = None,
+        height: int | None = None,
+    ) -> torch.Tensor: ...
+
+    def close(self) -> None: ...

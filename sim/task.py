@@ -1,0 +1,145 @@
+"""Tasks as terms: observations, weighted rewards, success, progress, resets.
+
+A task is written once against :class:`sim.protocol.SimState` with batched
+torch operations, so every backend (C MuJoCo on the CPU, GPU engines) runs the
+same task code. Subclasses declare their terms; the env sums and concatenates.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mujoco
+import torch
+
+from robots import RobotSpec
+from sim.protocol import SimState
+
+
+@dataclass(frozen=True)
+class ObsTerm:
+    """One slice of the observation vector; ``noise`` is a uniform +-range added in training."""
+
+    name: str
+    fn: Callable[[], torch.Tensor]
+    noise: float = 0.0
+
+
+@dataclass(frozen=True)
+class RewardTerm:
+    """One weighted reward term; the env reward is the sum of ``weight * fn()``."""
+
+    name: str
+    fn: Callable[[], torch.Tensor]
+    weight: float
+
+
+class Task(ABC):
+    """Base class: a robot, a scene, terms, and per-env task state.
+
+    The env calls, in order: ``build_scene`` (before compiling), ``setup``
+    (after compiling), then per step ``apply_action`` -> physics ->
+    ``post_physics`` -> terms; and ``reset`` for envs that finished.
+    """
+
+    name: str = ""
+    robot_name: str = ""
+    instruction: str = ""
+    episode_length_s: float = 5.0
+    cameras: tuple[str, ...] = ()
+
+    def __init__(self, robot: RobotSpec):
+        self.robot = robot
+        self.sim: SimState | None = None
+
+    # ----------------------------------------------------------------- scene
+    def build_scene(self, spec: mujoco.MjSpec) -> None:
+        """Add the floor, lights and task objects to the robot's MjSpec."""
+        add_floor_and_light(spec)
+
+    def setup(self, sim: SimState) -> None:
+        """Resolve names to indices and allocate per-env buffers."""
+        self.sim = sim
+        n, dev = sim.num_envs, sim.device
+        self.qpos_ids = torch.tensor(
+            [sim.joint_qpos_slice(j.name).start for j in self.robot.joints], device=dev
+        )
+        self.dof_ids = torch.tensor(
+            [sim.joint_dof_slice(j.name).start for j in self.robot.joints], device=dev
+        )
+        self.default_q = torch.tensor(self.robot.default_pose, device=dev, dtype=torch.float64)
+        self.last_action = torch.zeros(n, self.robot.action_dim, device=dev, dtype=torch.float64)
+        self.prev_action = torch.zeros_like(self.last_action)
+
+    # ------------------------------------------------------------ per step
+    def apply_action(self, actions: torch.Tensor) -> None:
+        """Remember the actions the robot receives this step (for action terms)."""
+        self.prev_action.copy_(self.last_action)
+        self.last_action.copy_(actions)
+
+    def post_physics(self) -> None:
+        """Update task state after the physics step (commands, timers)."""
+
+    @abstractmethod
+    def observation_terms(self) -> list[ObsTerm]:
+        """The policy observation, in order."""
+
+    @abstractmethod
+    def reward_terms(self) -> list[RewardTerm]:
+        """The weighted reward terms."""
+
+    def success(self) -> torch.Tensor:
+        """bool [B]: the task is accomplished in the current state."""
+        return torch.zeros(self.sim.num_envs, dtype=torch.bool, device=self.sim.device)
+
+    def progress(self) -> torch.Tensor:
+        """float [B] in [0, 1]: privileged task progress (stages for multi-stage tasks)."""
+        return self.success().to(torch.float64)
+
+    def terminated(self) -> torch.Tensor:
+        """bool [B]: the episode ended in a failure or terminal state."""
+        return torch.zeros(self.sim.num_envs, dtype=torch.bool, device=self.sim.device)
+
+    def reset(self, env_ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Write the initial state of ``env_ids``: by default the robot's default pose."""
+        sim = self.sim
+        sim.qpos[env_ids[:, None], self.qpos_ids] = self.default_q
+        sim.qvel[env_ids[:, None], self.dof_ids] = 0.0
+        self.last_action[env_ids] = 0.0
+        self.prev_action[env_ids] = 0.0
+
+    def after_reset(self, env_ids: torch.Tensor) -> None:
+        """Called once the reset state's kinematics are computed (positions are valid)."""
+
+    # ----------------------------------------------------------- helpers
+    @property
+    def joint_pos(self) -> torch.Tensor:
+        return self.sim.qpos[:, self.qpos_ids]
+
+    @property
+    def joint_vel(self) -> torch.Tensor:
+        return self.sim.qvel[:, self.dof_ids]
+
+    def rand(self, n: int, low, high, gen: torch.Generator) -> torch.Tensor:
+        """Uniform samples [n, d] between per-dimension bounds ``low`` and ``high``."""
+        low = torch.as_tensor(low, dtype=torch.float64)
+        high = torch.as_tensor(high, dtype=torch.float64)
+        u = torch.rand((n, *low.shape), generator=gen, dtype=torch.float64)
+        return (low + (high - low) * u).to(self.sim.device)
+
+
+def add_floor_and_light(spec: mujoco.MjSpec, rgba=(0.35, 0.38, 0.42, 1.0)) -> None:
+    """A ground plane and a directional light, the shared base of every scene."""
+    floor = spec.worldbody.add_geom()
+    floor.name = "floor"
+    floor.type = mujoco.mjtGeom.mjGEOM_PLANE
+    floor.size = [0, 0, 0.05]
+    floor.rgba = list(rgba)
+    light = spec.worldbody.add_light()
+    light.name = "sun"
+    light.pos = [0.5, -0.5, 2.5]
+    light.dir = [-0.2, 0.2, -1.0]
+    light.diffuse = [0.7, 0.7, 0.7]
+    light.castshadow = False
