@@ -273,7 +273,8 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
-        raise RobotSpecError(path, "<file>", f"is not valid YAML ({err})", "fix the syntax") from err
+        raise RobotSpecError(path, "<file>", f"is not valid YAML ({err})",
+                             "fix the syntax") from err
     if not isinstance(data, dict):
         raise RobotSpecError(path, "<file>", "is not a mapping", "write 'key: value' fields")
 
@@ -348,7 +349,8 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
         for site in value if isinstance(value, list) else [value]:
             if not has(mujoco.mjtObj.mjOBJ_SITE, str(site)):
                 raise RobotSpecError(path, f"sites.{key}", f"site '{site}' is not in "
-                                     f"{mjcf_path.name}", "add the site to the MJCF or fix the name")
+                                     f"{mjcf_path.name}",
+                                     "add the site to the MJCF or fix the name")
 
     cameras = []
     for i, entry in enumerate(data.get("cameras") or []):

@@ -89,6 +89,7 @@ class EnvConfig:
     randomization: DomainRandomization = field(default_factory=DomainRandomization)
     episode_length_s: float | None = None  # None: the task's own
     divergence_qvel: float = 1e3  # |qvel| above this counts as a diverged simulation
+    divergence_jump: float = 1.0  # |change of any qpos| in one control step, likewise
 
 
 def compile_task_model(task: Task) -> mujoco.MjModel:
@@ -138,7 +139,6 @@ class MujocoBatchEnv:
         self._history = torch.zeros(lat_hi + 1, self.num_envs, self.action_dim,
                                     dtype=torch.float64)
         self._latency = torch.zeros(self.num_envs, dtype=torch.long)
-        self._start_time = torch.zeros(self.num_envs, dtype=torch.float64)
         self._renderers: dict[tuple, Any] = {}
         self._render_datas: list[mujoco.MjData] = []
         self.obs_dim = self._observe(noise=False).shape[1]
@@ -200,7 +200,6 @@ class MujocoBatchEnv:
         self.task.after_reset(ids)
         self.episode_step[ids] = 0
         self.episode_return[ids] = 0.0
-        self._start_time[ids] = self.state.time[ids]
 
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Reset every env (reseeding first if ``seed`` is given); returns obs [B, obs_dim]."""
@@ -209,14 +208,14 @@ class MujocoBatchEnv:
         self._reset_envs(torch.arange(self.num_envs))
         return self._observe(noise=True)
 
-    def _diverged(self) -> torch.Tensor:
+    def _diverged(self, qpos_before: torch.Tensor) -> torch.Tensor:
         s = self.state
-        expected = self._start_time + self.episode_step * s.control_dt
-        # MuJoCo resets a simulation whose state blew up (its time jumps back).
-        reset_by_engine = (s.time - expected).abs() > 0.5 * s.physics_dt
         bad = ~torch.isfinite(s.qpos).all(1) | ~torch.isfinite(s.qvel).all(1)
         bad |= s.qvel.abs().amax(1) > self.cfg.divergence_qvel
-        return bad | reset_by_engine
+        # MuJoCo itself resets a simulation whose accelerations blew up, silently and
+        # without rewinding time: the state then jumps back to the model's qpos0.
+        bad |= (s.qpos - qpos_before).abs().amax(1) > self.cfg.divergence_jump
+        return bad
 
     def step(self, actions: torch.Tensor):
         """Advance every env one control step; finished envs are reset (see BatchedEnv)."""
@@ -228,9 +227,10 @@ class MujocoBatchEnv:
         applied = self._history[self._latency, torch.arange(self.num_envs)]
         self.task.apply_action(applied)
         self.state.ctrl[:, self._ctrl_ids] = self.action_map(applied)
+        qpos_before = self.state.qpos.clone()
         self.batch.step(nstep=self.decimation, stage=int(mujoco.mjtStage.mjSTAGE_VEL))
         self.episode_step += 1
-        diverged = self._diverged()
+        diverged = self._diverged(qpos_before)
         self.task.post_physics()
 
         obs = self._observe(noise=True)

@@ -1,0 +1,65 @@
+"""The benchmark convention: --quick, JSON in bench/results/, the same JSON printed last."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def parse_args(description: str) -> argparse.Namespace:
+    """Standard benchmark arguments: ``--quick`` for a smoke run under a minute."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="smoke run (< 1 minute)")
+    return parser.parse_args()
+
+
+def machine() -> dict:
+    """Cores, CPU model and library versions of this run."""
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    versions = {}
+    for pkg in ("mujoco", "torch", "numpy", "gymnasium", "stable-baselines3"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[pkg] = metadata.version(pkg)
+    return {"cores": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
+            "versions": versions}
+
+
+def write_result(name: str, quick: bool, figures: dict) -> dict:
+    """Write bench/results/<name>[.quick].json and print it as the last line."""
+    result = {"benchmark": name, "quick": quick, **figures, "machine": machine(),
+              "command": " ".join([Path(sys.executable).name, *sys.argv]),
+              "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}{'.quick' if quick else ''}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result))
+    return result
+
+
+def rate(fn, units_per_call: int, min_seconds: float, warmup: int = 2) -> float:
+    """Units per second of ``fn`` called repeatedly for at least ``min_seconds``."""
+    for _ in range(warmup):
+        fn()
+    calls, start = 0, time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds:
+            return calls * units_per_call / elapsed

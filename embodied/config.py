@@ -1,0 +1,45 @@
+"""Hydra configuration: compose a command's config from configs/ with CLI overrides."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+
+
+class ConfigError(ValueError):
+    """A config that cannot be composed (unknown group option, bad override syntax)."""
+
+
+def config_dir() -> Path:
+    """The configs/ folder: $EMBODIED_CONFIGS, else the one beside the packages."""
+    env = os.environ.get("EMBODIED_CONFIGS")
+    path = Path(env) if env else Path(__file__).resolve().parent.parent / "configs"
+    if not path.is_dir():
+        raise ConfigError(f"config folder {path} not found; set EMBODIED_CONFIGS to it")
+    return path
+
+
+def load_config(name: str, overrides: list[str] | None = None) -> DictConfig:
+    """Compose configs/<name>.yaml with Hydra overrides such as ``task=panda_push``.
+
+    Interpolations are resolved, so the returned config is what the run uses.
+    """
+    try:
+        with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
+            cfg = compose(config_name=name, overrides=list(overrides or []))
+    except HydraException as err:
+        raise ConfigError(str(err)) from err
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+def save_config(cfg: DictConfig, run_dir: Path) -> Path:
+    """Write the resolved config next to the run's outputs."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "config.yaml"
+    path.write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    return path
