@@ -123,6 +123,7 @@ class MujocoBatchEnv:
         self.decimation = self.robot.decimation
         self.action_map = JointPositionAction(self.robot)
         self.action_dim = self.robot.action_dim
+        self.control_dt = self.state.control_dt
         self.max_episode_steps = round(
             (cfg.episode_length_s or task.episode_length_s) / self.state.control_dt
         )
@@ -135,12 +136,13 @@ class MujocoBatchEnv:
         self.episode_step = torch.zeros(self.num_envs, dtype=torch.long)
         self.episode_return = torch.zeros(self.num_envs, dtype=torch.float64)
         self.diverged_total = 0
+        self.diverged_envs = torch.zeros(self.num_envs, dtype=torch.long)
         lat_hi = cfg.randomization.action_latency_steps[1] if cfg.randomization.enabled else 0
         self._history = torch.zeros(lat_hi + 1, self.num_envs, self.action_dim,
                                     dtype=torch.float64)
         self._latency = torch.zeros(self.num_envs, dtype=torch.long)
         self._renderers: dict[tuple, Any] = {}
-        self._render_datas: list[mujoco.MjData] = []
+        self._render_datas: dict[int, mujoco.MjData] = {}
         self.obs_dim = self._observe(noise=False).shape[1]
         self.reset()
 
@@ -178,10 +180,13 @@ class MujocoBatchEnv:
         self.batch.set_const(ids.numpy())
 
     # ------------------------------------------------------------- core
-    def _observe(self, noise: bool) -> torch.Tensor:
+    def _observe(self, noise: bool, ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Observation [B, obs_dim] (rows ``ids`` only, if given) with training noise."""
         parts = []
         for term in self._obs_terms:
             value = term.fn().reshape(self.num_envs, -1)
+            if ids is not None:
+                value = value[ids]
             if noise and term.noise > 0 and self.cfg.obs_noise:
                 value = value + term.noise * (2 * torch.rand(value.shape, generator=self._gen,
                                                              dtype=value.dtype) - 1)
@@ -244,6 +249,7 @@ class MujocoBatchEnv:
             obs = torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
             reward = torch.where(diverged, 0.0, reward)
             self.diverged_total += int(diverged.sum())
+            self.diverged_envs += diverged.long()
         reward = reward.to(torch.float32)
         self.episode_return += reward
         done = terminated | truncated
@@ -251,7 +257,7 @@ class MujocoBatchEnv:
             "success": success,
             "progress": progress.to(torch.float32),
             "reward_terms": {k: v.mean().item() for k, v in terms.items()},
-            "diverged": int(diverged.sum()),
+            "diverged": diverged,
             "time_outs": truncated,
         }
         if done.any():
@@ -262,7 +268,7 @@ class MujocoBatchEnv:
             info["episode_length"] = self.episode_step[ids].clone()
             info["done_ids"] = ids
             self._reset_envs(ids)
-            obs[ids] = self._observe(noise=True)[ids]
+            obs[ids] = self._observe(noise=True, ids=ids)
         return obs, reward, terminated, truncated, info
 
     # --------------------------------------------------------- rendering
@@ -278,8 +284,9 @@ class MujocoBatchEnv:
         if key not in self._renderers:
             self._renderers[key] = MultiViewRenderer(self.model, cameras, width, height)
         ids = range(self.num_envs) if env_ids is None else [int(i) for i in env_ids]
-        while len(self._render_datas) < self.num_envs:
-            self._render_datas.append(mujoco.MjData(self.model))
+        for i in ids:
+            if i not in self._render_datas:
+                self._render_datas[i] = mujoco.MjData(self.model)
         datas = [self.batch.get_data(i, self._render_datas[i]) for i in ids]
         return torch.from_numpy(self._renderers[key].render(datas))
 

@@ -45,11 +45,19 @@ class BatchedEnv(Protocol):
     """A batch of environments stepped together; tensors on ``device``.
 
     ``step`` auto-resets finished envs: the returned observation of a finished
-    env is the first one of its next episode, and ``info["final_obs"]`` holds
-    the last observation of the finished episode for bootstrapping.
+    env is the first one of its next episode. The step info holds, per env
+    [B]: ``success`` (bool), ``progress`` (privileged, in [0, 1]), ``diverged``
+    (bool: the simulation blew up, was reset, and is reported truncated; do not
+    bootstrap from it), ``time_outs`` (= truncated); ``reward_terms`` (name ->
+    batch mean). When any env finished, also ``done_ids`` [D] and, as full
+    [B, ...] tensors valid at ``done_ids``: ``final_obs`` (the last observation
+    of the finished episode, for bootstrapping) and ``final_success``; and
+    aligned with ``done_ids``: ``episode_return``, ``episode_length``.
     """
 
     num_envs: int
+    control_dt: float
+    max_episode_steps: int
     obs_dim: int
     action_dim: int
     device: torch.device

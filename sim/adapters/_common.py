@@ -1,0 +1,56 @@
+"""Helpers shared by the adapters: tensor <-> numpy, spaces, fps, tiled camera frames."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from sim.protocol import BatchedEnv
+
+
+def to_numpy(x: torch.Tensor) -> np.ndarray:
+    """A numpy array of a tensor's values (a copy if it lives off the CPU)."""
+    return x.detach().cpu().numpy()
+
+
+def as_actions(env: BatchedEnv, actions: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """Actions [B, action_dim] as a tensor on the env's device (shape checked)."""
+    a = torch.as_tensor(actions, device=env.device)
+    expected = env.num_envs * env.action_dim
+    if a.numel() != expected:
+        raise ValueError(f"expected {env.num_envs} x {env.action_dim} actions, got shape "
+                         f"{tuple(a.shape)}")
+    return a.reshape(env.num_envs, env.action_dim)
+
+
+def single_spaces(env: BatchedEnv) -> tuple[spaces.Box, spaces.Box]:
+    """The observation space (float32, unbounded) and action space ([-1, 1]) of one env."""
+    obs = spaces.Box(-np.inf, np.inf, shape=(env.obs_dim,), dtype=np.float32)
+    act = spaces.Box(-1.0, 1.0, shape=(env.action_dim,), dtype=np.float32)
+    return obs, act
+
+
+def control_dt(env: BatchedEnv) -> float | None:
+    """Seconds per env step (None if the env does not say)."""
+    dt = getattr(env, "control_dt", None)
+    return float(dt) if dt else None
+
+
+def render_fps(env: BatchedEnv) -> int:
+    """Frames per second of a video with one frame per env step (30 if unknown)."""
+    dt = control_dt(env)
+    return max(1, round(1.0 / dt)) if dt else 30
+
+
+def render_tiled(env: BatchedEnv, env_ids: Sequence[int], cameras: Sequence[str] | None = None,
+                 width: int | None = None, height: int | None = None) -> np.ndarray:
+    """uint8 frames [len(env_ids), H, V * W, 3]: each env's camera views side by side."""
+    from sim.render import tile_views  # imports (and selects) the GL backend: only when used
+
+    frames = env.render(list(cameras) if cameras else None,
+                        torch.as_tensor(list(env_ids), dtype=torch.long), width, height)
+    frames = to_numpy(frames)
+    return np.stack([tile_views(f) for f in frames])
