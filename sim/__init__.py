@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+
+from sim.gl import select_gl_backend
+
+# Choose EGL or OSMesa before mujoco is imported. Without any GL, physics still
+# works and render() raises the error that names the packages to install.
+with contextlib.suppress(RuntimeError):
+    select_gl_backend()
+
 from sim.mujoco_env import EnvConfig, MujocoBatchEnv
 from sim.protocol import BatchedEnv, SimState
 from sim.randomization import DomainRandomization

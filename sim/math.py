@@ -31,3 +31,19 @@ def projected_gravity(quat: torch.Tensor) -> torch.Tensor:
     down = torch.zeros(quat.shape[0], 3, dtype=quat.dtype, device=quat.device)
     down[:, 2] = -1.0
     return quat_rotate_inverse(quat, down)
+
+
+def quat_to_matrix(quat: torch.Tensor) -> torch.Tensor:
+    """Rotation matrices [B, 3, 3] of unit quaternions [B, 4] (w, x, y, z)."""
+    w, x, y, z = quat.unbind(-1)
+    rows = [
+        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
+    ]
+    return torch.stack(rows, dim=-1).reshape(*quat.shape[:-1], 3, 3)
+
+
+def wrap_angle(angle: torch.Tensor, period: float = 2 * torch.pi) -> torch.Tensor:
+    """Angles wrapped into [-period / 2, period / 2)."""
+    return torch.remainder(angle + 0.5 * period, period) - 0.5 * period

@@ -63,12 +63,8 @@ class Task(ABC):
         """Resolve names to indices and allocate per-env buffers."""
         self.sim = sim
         n, dev = sim.num_envs, sim.device
-        self.qpos_ids = torch.tensor(
-            [sim.joint_qpos_slice(j.name).start for j in self.robot.joints], device=dev
-        )
-        self.dof_ids = torch.tensor(
-            [sim.joint_dof_slice(j.name).start for j in self.robot.joints], device=dev
-        )
+        self.qpos_ids = as_index([sim.joint_qpos_slice(j.name).start for j in self.robot.joints])
+        self.dof_ids = as_index([sim.joint_dof_slice(j.name).start for j in self.robot.joints])
         self.default_q = torch.tensor(self.robot.default_pose, device=dev, dtype=torch.float64)
         self.last_action = torch.zeros(n, self.robot.action_dim, device=dev, dtype=torch.float64)
         self.prev_action = torch.zeros_like(self.last_action)
@@ -105,8 +101,8 @@ class Task(ABC):
     def reset(self, env_ids: torch.Tensor, gen: torch.Generator) -> None:
         """Write the initial state of ``env_ids``: by default the robot's default pose."""
         sim = self.sim
-        sim.qpos[env_ids[:, None], self.qpos_ids] = self.default_q
-        sim.qvel[env_ids[:, None], self.dof_ids] = 0.0
+        sim.qpos[rows(env_ids, self.qpos_ids)] = self.default_q
+        sim.qvel[rows(env_ids, self.dof_ids)] = 0.0
         self.last_action[env_ids] = 0.0
         self.prev_action[env_ids] = 0.0
 
@@ -128,6 +124,18 @@ class Task(ABC):
         high = torch.as_tensor(high, dtype=torch.float64)
         u = torch.rand((n, *low.shape), generator=gen, dtype=torch.float64)
         return (low + (high - low) * u).to(self.sim.device)
+
+
+def as_index(ids: list[int], device: torch.device | str = "cpu") -> slice | torch.Tensor:
+    """A slice for consecutive indices (a view, and much faster than fancy indexing), else ids."""
+    if ids and ids == list(range(ids[0], ids[0] + len(ids))):
+        return slice(ids[0], ids[0] + len(ids))
+    return torch.tensor(ids, device=device)
+
+
+def rows(env_ids: torch.Tensor, cols: slice | torch.Tensor) -> tuple:
+    """Index of the block (env_ids x cols) of a [B, n] tensor, for cols from :func:`as_index`."""
+    return (env_ids, cols) if isinstance(cols, slice) else (env_ids[:, None], cols)
 
 
 def add_floor_and_light(spec: mujoco.MjSpec, rgba=(0.35, 0.38, 0.42, 1.0)) -> None:

@@ -6,7 +6,7 @@ import mujoco
 import torch
 
 from sim.task import ObsTerm, RewardTerm
-from sim.tasks.panda_base import DiffIK, PandaTask, add_marker
+from sim.tasks.panda_base import PandaTask, ScriptedExpert, add_marker
 
 TARGET_LOW = (0.35, -0.25, 0.15)
 TARGET_HIGH = (0.65, 0.25, 0.45)
@@ -42,8 +42,7 @@ class PandaReach(PandaTask):
         return [
             RewardTerm("distance", lambda: -self.dist, 1.0),
             RewardTerm("near", lambda: 1.0 - torch.tanh(self.dist / 0.05), 1.0),
-            RewardTerm("action_rate",
-                       lambda: (self.last_action - self.prev_action).square().sum(1), -0.01),
+            RewardTerm("action_rate", self.action_rate, -0.01),
             RewardTerm("joint_vel", lambda: self.joint_vel.square().sum(1), -1e-3),
         ]
 
@@ -63,16 +62,17 @@ class PandaReach(PandaTask):
         self.start_dist[env_ids] = self.dist[env_ids]
 
 
-class ReachExpert:
-    """Scripted expert: differential IK straight to the target; ``noise`` adds action noise."""
+class ReachExpert(ScriptedExpert):
+    """Scripted expert: differential IK (position only) straight to the target.
+
+    ``noise`` adds Gaussian action noise and waypoint perturbations (see
+    :class:`sim.tasks.panda_base.ScriptedExpert`).
+    """
 
     def __init__(self, task: PandaReach, noise: float = 0.0, gen: torch.Generator | None = None):
-        self.task, self.noise, self.ik = task, noise, DiffIK(task)
-        self.gen = gen or torch.Generator().manual_seed(0)
+        super().__init__(task, noise, gen)
 
-    def __call__(self) -> torch.Tensor:
+    def act(self) -> torch.Tensor:
+        """Actions moving the tcp towards the (perturbed) target, gripper open."""
         t = self.task
-        a = self.ik(t.target, torch.ones(t.sim.num_envs))
-        if self.noise:
-            a = a + self.noise * torch.randn(a.shape, generator=self.gen, dtype=a.dtype)
-        return a.clamp(-1, 1)
+        return self.ik(self.waypoint(t.target), torch.ones(t.sim.num_envs))

@@ -1,0 +1,437 @@
+"""go2_walk: the Unitree Go2 tracks a planar velocity command on flat ground.
+
+The MDP follows the legged_gym / Isaac Lab flat-terrain velocity task for the Go2.
+
+Observation (48, in this order; :data:`OBS_LAYOUT`; no scaling, as in Isaac Lab)::
+
+    base_lin_vel       3   base linear velocity, base frame, m/s        noise +-0.1
+    base_ang_vel       3   base angular velocity, base frame, rad/s     noise +-0.2
+    projected_gravity  3   unit gravity direction in the base frame     noise +-0.05
+    velocity_command   3   (vx, vy, yaw rate) command                   no noise
+    joint_pos         12   joint position - default pose, robot order   noise +-0.01
+    joint_vel         12   joint velocity, rad/s                        noise +-1.5
+    last_action       12   the previous action                          no noise
+
+Each term is a small pure function of tensors (:func:`base_lin_vel_b`,
+:func:`projected_gravity`, :func:`joint_pos_rel`, ...) and
+:func:`build_observation` concatenates them, so the ROS deployment node builds
+the same vector from its JointState / Imu messages by calling these functions.
+
+Rewards: weights are per second, as written in legged_gym / Isaac Lab
+(:data:`REWARD_WEIGHTS`), and are multiplied by the control dt (0.02 s) when
+the terms are built, as both frameworks do; a per-step reward is then on their
+scale and an episode return does not depend on the control rate. The
+termination penalty is scaled the same way (-200 -> -4 per fall).
+
+Contacts come from touch sensors added in :meth:`Go2Walk.build_scene` (feet:
+the robot's foot sites enlarged to 3 cm; trunk and thighs: new sites around
+their collision geoms). Joint torques are estimated from the PD law and
+``ctrl`` with the nominal gains (SimState exposes no actuator force).
+
+Episode: 20 s (legged_gym's default): with commands resampled every 5-10 s an
+episode sees 2-4 commands, so transitions between commands are trained, and a
+fall costs a large share of the return.
+
+Success / progress (privileged, for reward models): exponential moving
+averages over ~1 s (:data:`TRACKING_EMA_S`) of the planar velocity error
+``|v_xy - cmd_xy|`` and yaw-rate error; success when the planar EMA is below
+0.25 m/s and the yaw-rate EMA below 0.5 rad/s and the robot has not fallen.
+Progress is the EMA of the tracking quality ``exp(-e_xy^2/0.25^2 - e_yaw^2/0.5^2)``
+(0 when fallen), in [0, 1]. Both EMAs start pessimistic at reset (error 1,
+quality 0), so success needs about a second of good tracking.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import torch
+
+from robots import RobotSpec
+from sim.math import projected_gravity, quat_rotate_inverse, yaw_quat
+from sim.task import ObsTerm, RewardTerm, Task, add_floor_and_light, as_index, rows
+
+# --------------------------------------------------------------- constants
+# Measured once with MuJoCo kinematics on robots/go2 (default pose, base at z = 0.30):
+# foot-sphere centres at z = -0.0002 (front) and 0.0090 (rear), foot radius 0.022, so
+# the front feet touch the floor with the base at z = 0.322. Standing under the PD
+# gains the base settles at ~0.28 m (the calves sag ~0.24 rad under kp = 25).
+FEET_TOUCH_HEIGHT = 0.322
+RESET_HEIGHT = FEET_TOUCH_HEIGHT + 0.02  # clearance for the reset joint noise
+RESET_JOINT_NOISE = 0.1  # rad, uniform +-
+RESET_BASE_VEL = 0.2  # m/s and rad/s, uniform +- on each of the 6 base velocities
+
+COMMAND_LOW = (-1.0, -0.5, -1.0)  # vx m/s, vy m/s, yaw rate rad/s
+COMMAND_HIGH = (1.0, 0.5, 1.0)
+STANDING_FRACTION = 0.1  # share of sampled commands that are zero
+RESAMPLE_S = (5.0, 10.0)  # per-env interval between command resamples
+
+TRACKING_SIGMA2 = 0.25  # exp(-err^2 / 0.25): legged_gym's tracking_sigma, Isaac Lab std^2
+AIR_TIME_THRESHOLD = 0.5  # s; steps longer than this are rewarded
+CONTACT_FORCE = 1.0  # N; touch-sensor reading that counts as contact
+FOOT_SITE_RADIUS = 0.03  # the foot sites are enlarged to cover the foot sphere (0.022)
+
+FALL_HEIGHT = 0.15  # m; base below this counts as fallen
+FALL_TILT = 1.0  # rad; base tilt (angle between base z and world z) beyond this: fallen
+
+TRACKING_EMA_S = 1.0  # s; time constant of the success / progress averages
+SUCCESS_LIN_ERR = 0.25  # m/s
+SUCCESS_YAW_ERR = 0.5  # rad/s
+
+# name, size, uniform noise range (+-)
+OBS_LAYOUT: tuple[tuple[str, int, float], ...] = (
+    ("base_lin_vel", 3, 0.1),
+    ("base_ang_vel", 3, 0.2),
+    ("projected_gravity", 3, 0.05),
+    ("velocity_command", 3, 0.0),
+    ("joint_pos", 12, 0.01),
+    ("joint_vel", 12, 1.5),
+    ("last_action", 12, 0.0),
+)
+
+# Per-second weights (Isaac Lab velocity task, Go2 flat config); multiplied by control dt.
+REWARD_WEIGHTS: dict[str, float] = {
+    "track_lin_vel_xy": 1.5,
+    "track_ang_vel_z": 0.75,
+    "lin_vel_z": -2.0,
+    "ang_vel_xy": -0.05,
+    "joint_torques": -2.0e-4,
+    "joint_acc": -2.5e-7,
+    "action_rate": -0.01,
+    "feet_air_time": 0.25,
+    "undesired_contacts": -1.0,
+    "flat_orientation": -2.5,
+    "termination": -200.0,
+}
+
+
+# ------------------------------------------------ observation pure functions
+def base_lin_vel_b(quat: torch.Tensor, lin_vel_w: torch.Tensor) -> torch.Tensor:
+    """Base linear velocity [B, 3] in the base frame, from the world-frame velocity.
+
+    ``quat`` [B, 4] is the base orientation (w, x, y, z). MuJoCo's freejoint
+    ``qvel[0:3]`` is world frame; its ``qvel[3:6]`` is already the body-frame
+    angular velocity (as an IMU's ``angular_velocity``) and needs no rotation.
+    """
+    return quat_rotate_inverse(quat, lin_vel_w)
+
+
+def joint_pos_rel(joint_pos: torch.Tensor, default_pos: torch.Tensor) -> torch.Tensor:
+    """Joint positions [B, nj] relative to the default pose (robot.yaml order)."""
+    return joint_pos - default_pos
+
+
+def build_observation(lin_vel_b: torch.Tensor, ang_vel_b: torch.Tensor, quat: torch.Tensor,
+                      command: torch.Tensor, joint_pos: torch.Tensor, joint_vel: torch.Tensor,
+                      default_pos: torch.Tensor, last_action: torch.Tensor) -> torch.Tensor:
+    """The noiseless 48-d policy observation [B, 48] (layout :data:`OBS_LAYOUT`).
+
+    Inputs are batched [B, ...]: base-frame linear and angular velocity, base
+    orientation quaternion (w, x, y, z), command (vx, vy, yaw rate), joint
+    positions and velocities in robot.yaml order, default pose, previous action.
+    """
+    return torch.cat([lin_vel_b, ang_vel_b, projected_gravity(quat), command,
+                      joint_pos_rel(joint_pos, default_pos), joint_vel, last_action], dim=1)
+
+
+def tilt_angle(gravity_b: torch.Tensor) -> torch.Tensor:
+    """Angle [B] between the base z axis and world up, from the projected gravity."""
+    return torch.acos((-gravity_b[:, 2]).clamp(-1.0, 1.0))
+
+
+# ------------------------------------------------------------------- task
+class Go2Walk(Task):
+    """Velocity-command tracking for the Go2 (see the module docstring for the MDP).
+
+    ``push_velocity``: every 10-15 s each env's base gets a random planar
+    velocity kick of up to this many m/s (Isaac Lab's push_robot); 0 disables.
+    """
+
+    name = "go2_walk"
+    robot_name = "go2"
+    instruction = "walk forward at the commanded velocity"
+    episode_length_s = 20.0
+    cameras = ("head", "chase")
+
+    def __init__(self, robot: RobotSpec, push_velocity: float = 0.5,
+                 push_interval_s: tuple[float, float] = (10.0, 15.0)):
+        super().__init__(robot)
+        self.push_velocity = push_velocity
+        self.push_interval_s = push_interval_s
+        self.feet = tuple(robot.sites["feet"])
+        self.root_joint = ""
+        self.thigh_bodies: tuple[str, ...] = ()
+
+    # ----------------------------------------------------------------- scene
+    def build_scene(self, spec: mujoco.MjSpec) -> None:
+        """Checkered floor, light, and touch sensors on the feet, thighs and trunk."""
+        add_floor_and_light(spec, rgba=(1.0, 1.0, 1.0, 1.0))
+        tex = spec.add_texture()
+        tex.name = "floor_checker"
+        tex.type = mujoco.mjtTexture.mjTEXTURE_2D
+        tex.builtin = mujoco.mjtBuiltin.mjBUILTIN_CHECKER
+        tex.rgb1 = [0.42, 0.45, 0.5]
+        tex.rgb2 = [0.28, 0.3, 0.34]
+        tex.width = tex.height = 64
+        mat = spec.add_material()
+        mat.name = "floor_checker"
+        mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "floor_checker"
+        mat.texuniform = True
+        mat.texrepeat = [1.0, 1.0]  # 1 m texture: 0.5 m squares
+        spec.geom("floor").material = "floor_checker"
+
+        base = spec.body(self.robot.base_body)
+        self.root_joint = next(j.name for j in base.joints
+                               if j.type == mujoco.mjtJoint.mjJNT_FREE)
+        # Touch sensors sum the normal forces of contacts inside their site's volume
+        # on the site's body. Foot sites are enlarged to contain the contact points.
+        for foot in self.feet:
+            spec.site(foot).size = [FOOT_SITE_RADIUS, 0.0, 0.0]
+            _add_touch(spec, foot)
+        trunk = spec.geom("trunk")
+        _add_touch(spec, _add_site(base, "trunk_zone", mujoco.mjtGeom.mjGEOM_BOX,
+                                   [s + 0.01 for s in trunk.size], trunk.pos))
+        thighs = []
+        for body in spec.bodies:
+            if body.name.endswith("_thigh"):
+                # thigh collision capsule: z from -0.03 to -0.19, radius 0.022
+                _add_touch(spec, _add_site(body, f"{body.name}_zone",
+                                           mujoco.mjtGeom.mjGEOM_CAPSULE, [0.03, 0.09, 0.0],
+                                           [0.0, 0.0, -0.11]))
+                thighs.append(body.name)
+        self.thigh_bodies = tuple(thighs)
+
+    def setup(self, sim) -> None:
+        """Indices of the base and sensors; per-env command, timer and contact buffers."""
+        super().setup(sim)
+        n, f64 = sim.num_envs, dict(dtype=torch.float64, device=sim.device)
+        self.root_qpos = sim.joint_qpos_slice(self.root_joint)
+        self.root_dof = sim.joint_dof_slice(self.root_joint)
+        self.foot_touch = as_index([sim.sensor_slice(f"{f}_touch").start for f in self.feet],
+                                 sim.device)
+        self.thigh_touch = as_index([sim.sensor_slice(f"{b}_zone_touch").start
+                                   for b in self.thigh_bodies], sim.device)
+        # Basic slicing when the joints are consecutive in qpos / qvel (they are for the
+        # Go2): a view, much cheaper than advanced indexing with a tensor of ids.
+        self.trunk_touch = sim.sensor_slice("trunk_zone_touch").start
+        self.kp = torch.tensor(self.robot.kp, **f64)
+        self.kd = torch.tensor(self.robot.kd, **f64)
+        self.effort = torch.tensor(self.robot.effort, **f64)
+        self.nj = len(self.robot.joints)
+        self.dt = sim.control_dt
+        self.ema_alpha = min(1.0, self.dt / TRACKING_EMA_S)
+
+        self.commands = torch.zeros(n, 3, **f64)
+        self.command_timer = torch.zeros(n, **f64)
+        self.push_timer = torch.zeros(n, **f64)
+        self.feet_air_time = torch.zeros(n, len(self.feet), **f64)
+        self.last_contacts = torch.zeros(n, len(self.feet), dtype=torch.bool, device=sim.device)
+        self.air_time_reward = torch.zeros(n, **f64)
+        self.last_joint_vel = torch.zeros(n, self.nj, **f64)
+        self.joint_acc = torch.zeros(n, self.nj, **f64)
+        self.ema_lin_err = torch.ones(n, **f64)
+        self.ema_yaw_err = torch.ones(n, **f64)
+        self.ema_quality = torch.zeros(n, **f64)
+        self.fallen = torch.zeros(n, dtype=torch.bool, device=sim.device)
+        self._gen = torch.Generator().manual_seed(0)  # replaced by the env's at reset
+
+    # ------------------------------------------------------------ state views
+    @property
+    def base_pos(self) -> torch.Tensor:
+        """[B, 3] world position of the base."""
+        return self.sim.qpos[:, self.root_qpos.start:self.root_qpos.start + 3]
+
+    @property
+    def base_quat(self) -> torch.Tensor:
+        """[B, 4] base orientation (w, x, y, z)."""
+        return self.sim.qpos[:, self.root_qpos.start + 3:self.root_qpos.stop]
+
+    @property
+    def lin_vel_b(self) -> torch.Tensor:
+        """[B, 3] base linear velocity in the base frame."""
+        v_w = self.sim.qvel[:, self.root_dof.start:self.root_dof.start + 3]
+        return base_lin_vel_b(self.base_quat, v_w)
+
+    @property
+    def ang_vel_b(self) -> torch.Tensor:
+        """[B, 3] base angular velocity in the base frame (MuJoCo freejoint convention)."""
+        return self.sim.qvel[:, self.root_dof.start + 3:self.root_dof.stop]
+
+    @property
+    def gravity_b(self) -> torch.Tensor:
+        """[B, 3] projected gravity."""
+        return projected_gravity(self.base_quat)
+
+    @property
+    def foot_forces(self) -> torch.Tensor:
+        """[B, 4] normal contact force on each foot (touch sensors), N."""
+        return self.sim.sensordata[:, self.foot_touch]
+
+    @property
+    def joint_torques(self) -> torch.Tensor:
+        """[B, nj] actuator torque estimated from the PD law with the nominal gains.
+
+        ``kp (ctrl - q) - kd qd`` clipped to the effort limits; per-env randomised
+        gains (+-15 %) are not visible to tasks, so this is an estimate.
+        """
+        tau = self.kp * (self.sim.ctrl[:, :self.nj] - self.joint_pos) - self.kd * self.joint_vel
+        return torch.maximum(torch.minimum(tau, self.effort), -self.effort)
+
+    # ---------------------------------------------------------------- terms
+    def observation_terms(self) -> list[ObsTerm]:
+        """The 48-d observation, :data:`OBS_LAYOUT` order and noise."""
+        fns = {
+            "base_lin_vel": lambda: self.lin_vel_b,
+            "base_ang_vel": lambda: self.ang_vel_b,
+            "projected_gravity": lambda: self.gravity_b,
+            "velocity_command": lambda: self.commands,
+            "joint_pos": lambda: joint_pos_rel(self.joint_pos, self.default_q),
+            "joint_vel": lambda: self.joint_vel,
+            "last_action": lambda: self.last_action,
+        }
+        return [ObsTerm(name, fns[name], noise) for name, _, noise in OBS_LAYOUT]
+
+    def reward_terms(self) -> list[RewardTerm]:
+        """legged_gym / Isaac Lab terms; weights :data:`REWARD_WEIGHTS` x control dt."""
+        fns = {
+            "track_lin_vel_xy": lambda: torch.exp(
+                -(self.commands[:, :2] - self.lin_vel_b[:, :2]).square().sum(1)
+                / TRACKING_SIGMA2),
+            "track_ang_vel_z": lambda: torch.exp(
+                -(self.commands[:, 2] - self.ang_vel_b[:, 2]).square() / TRACKING_SIGMA2),
+            "lin_vel_z": lambda: self.lin_vel_b[:, 2].square(),
+            "ang_vel_xy": lambda: self.ang_vel_b[:, :2].square().sum(1),
+            "joint_torques": lambda: self.joint_torques.square().sum(1),
+            "joint_acc": lambda: self.joint_acc.square().sum(1),
+            "action_rate": lambda: (self.last_action - self.prev_action).square().sum(1),
+            "feet_air_time": lambda: self.air_time_reward,
+            "undesired_contacts": lambda: (self.sim.sensordata[:, self.thigh_touch]
+                                           > CONTACT_FORCE).sum(1).to(torch.float64),
+            "flat_orientation": lambda: self.gravity_b[:, :2].square().sum(1),
+            "termination": lambda: self.fallen.to(torch.float64),
+        }
+        return [RewardTerm(name, fns[name], w * self.sim.control_dt)
+                for name, w in REWARD_WEIGHTS.items()]
+
+    # ------------------------------------------------------------- per step
+    def post_physics(self) -> None:
+        """Joint acceleration, feet air time, tracking averages, falls, commands, pushes."""
+        dt, qd = self.dt, self.joint_vel
+        self.joint_acc = (qd - self.last_joint_vel) / dt
+        self.last_joint_vel.copy_(qd)
+
+        # Feet air time (legged_gym): reward the air time of a step when the foot lands.
+        contact = self.foot_forces > CONTACT_FORCE
+        contact_filt = contact | self.last_contacts
+        self.last_contacts.copy_(contact)
+        first_contact = (self.feet_air_time > 0.0) & contact_filt
+        self.feet_air_time += dt
+        moving = self.commands[:, :2].norm(dim=1) > 0.1
+        self.air_time_reward = ((self.feet_air_time - AIR_TIME_THRESHOLD) * first_contact
+                                ).sum(1) * moving
+        self.feet_air_time *= ~contact_filt
+
+        g = self.gravity_b
+        self.fallen = ((self.sim.sensordata[:, self.trunk_touch] > CONTACT_FORCE)
+                       | (self.base_pos[:, 2] < FALL_HEIGHT) | (tilt_angle(g) > FALL_TILT))
+
+        lin_err = (self.lin_vel_b[:, :2] - self.commands[:, :2]).norm(dim=1)
+        yaw_err = (self.ang_vel_b[:, 2] - self.commands[:, 2]).abs()
+        quality = torch.exp(-(lin_err / SUCCESS_LIN_ERR).square()
+                            - (yaw_err / SUCCESS_YAW_ERR).square())
+        a = self.ema_alpha
+        self.ema_lin_err.lerp_(lin_err, a)
+        self.ema_yaw_err.lerp_(yaw_err, a)
+        self.ema_quality.lerp_(quality, a)
+
+        self.command_timer -= dt
+        due = (self.command_timer <= 0.0).nonzero().flatten()
+        if len(due):
+            self._resample_commands(due, self._gen)
+        if self.push_velocity > 0.0:
+            self.push_timer -= dt
+            due = (self.push_timer <= 0.0).nonzero().flatten()
+            if len(due):
+                kick = self.rand(len(due), [-self.push_velocity] * 2, [self.push_velocity] * 2,
+                                 self._gen)
+                v0 = self.root_dof.start
+                self.sim.qvel[due, v0:v0 + 2] += kick
+                self.push_timer[due] = self.rand(len(due), self.push_interval_s[0],
+                                                 self.push_interval_s[1], self._gen)
+
+    def success(self) -> torch.Tensor:
+        """Planar velocity (and yaw rate) tracked over the last ~second, not fallen."""
+        return ((self.ema_lin_err < SUCCESS_LIN_ERR) & (self.ema_yaw_err < SUCCESS_YAW_ERR)
+                & ~self.fallen)
+
+    def progress(self) -> torch.Tensor:
+        """Recent tracking quality in [0, 1] (0 when fallen)."""
+        return torch.where(self.fallen, 0.0, self.ema_quality.clamp(0.0, 1.0))
+
+    def terminated(self) -> torch.Tensor:
+        """Trunk on the ground, base below 0.15 m, or tilted beyond 1 rad."""
+        return self.fallen.clone()
+
+    # ---------------------------------------------------------------- reset
+    def _resample_commands(self, env_ids: torch.Tensor, gen: torch.Generator) -> None:
+        n = len(env_ids)
+        cmd = self.rand(n, COMMAND_LOW, COMMAND_HIGH, gen)
+        standing = torch.rand(n, generator=gen, dtype=torch.float64) < STANDING_FRACTION
+        cmd[standing.to(cmd.device)] = 0.0
+        self.commands[env_ids] = cmd
+        self.command_timer[env_ids] = self.rand(n, RESAMPLE_S[0], RESAMPLE_S[1], gen)
+
+    def reset(self, env_ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Default pose + joint noise at reset height, random yaw, small base velocity."""
+        super().reset(env_ids, gen)
+        self._gen = gen
+        sim, n, nj = self.sim, len(env_ids), self.nj
+        q = self.default_q + self.rand(n, [-RESET_JOINT_NOISE] * nj, [RESET_JOINT_NOISE] * nj,
+                                       gen)
+        lower = torch.tensor(self.robot.lower, dtype=torch.float64, device=sim.device)
+        upper = torch.tensor(self.robot.upper, dtype=torch.float64, device=sim.device)
+        sim.qpos[rows(env_ids, self.qpos_ids)] = torch.maximum(torch.minimum(q, upper), lower)
+        p0 = self.root_qpos.start
+        yaw = self.rand(n, -math.pi, math.pi, gen)
+        root = torch.zeros(n, 7, dtype=torch.float64, device=sim.device)
+        root[:, 2] = RESET_HEIGHT
+        root[:, 3:] = yaw_quat(yaw)
+        sim.qpos[env_ids, p0:p0 + 7] = root
+        v0 = self.root_dof.start
+        sim.qvel[env_ids, v0:v0 + 6] = self.rand(
+            n, [-RESET_BASE_VEL] * 6, [RESET_BASE_VEL] * 6, gen)
+
+        self._resample_commands(env_ids, gen)
+        self.push_timer[env_ids] = self.rand(n, self.push_interval_s[0],
+                                             self.push_interval_s[1], gen)
+        self.feet_air_time[env_ids] = 0.0
+        self.last_contacts[env_ids] = False
+        self.air_time_reward[env_ids] = 0.0
+        self.joint_acc[env_ids] = 0.0
+        self.ema_lin_err[env_ids] = 1.0
+        self.ema_yaw_err[env_ids] = 1.0
+        self.ema_quality[env_ids] = 0.0
+        self.fallen[env_ids] = False
+
+    def after_reset(self, env_ids: torch.Tensor) -> None:
+        """Start the joint-acceleration difference from the reset velocities."""
+        self.last_joint_vel[env_ids] = self.joint_vel[env_ids]
+
+
+def _add_site(body: mujoco.MjsBody, name: str, kind: mujoco.mjtGeom, size, pos) -> str:
+    site = body.add_site()
+    site.name = name
+    site.type = kind
+    site.size = list(size)
+    site.pos = list(pos)
+    site.group = 4
+    return name
+
+
+def _add_touch(spec: mujoco.MjSpec, site: str) -> None:
+    sensor = spec.add_sensor()
+    sensor.name = f"{site}_touch"
+    sensor.type = mujoco.mjtSensor.mjSENS_TOUCH
+    sensor.objtype = mujoco.mjtObj.mjOBJ_SITE
+    sensor.objname = site
