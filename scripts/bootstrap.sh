@@ -24,11 +24,14 @@ fi
 extras=${EMBODIED_EXTRAS:-dev}
 stamp=.venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)-${extras//,/_}
 if [ ! -f "$stamp" ]; then
-    echo "[bootstrap] installing the project into .venv (extras: $extras)"
-    .venv/bin/python -m pip install -q --upgrade pip
-    # torch first and pinned, so no dependency can pull a CUDA build.
-    .venv/bin/python -m pip install -q "torch==2.13.0"
-    .venv/bin/python -m pip install -q -e ".[$extras]"
+    echo "[bootstrap] installing the project into .venv (extras: $extras; log: .venv/install.log)"
+    log=.venv/install.log
+    {
+        .venv/bin/python -m pip install --upgrade pip &&
+        # torch first and pinned, so no dependency can pull a CUDA build.
+        .venv/bin/python -m pip install "torch==2.13.0" &&
+        .venv/bin/python -m pip install -e ".[$extras]"
+    } >"$log" 2>&1 || { tail -n 40 "$log"; echo "[bootstrap] pip failed: see $log" >&2; exit 1; }
     rm -f .venv/.installed-*
     touch "$stamp"
 fi

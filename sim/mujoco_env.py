@@ -205,6 +205,7 @@ class MujocoBatchEnv:
             self.task.last_action[ids])
         self._history[:, ids] = self.task.last_action[ids]
         self.batch.forward(ids_np)
+        self.task.clear_cache()
         self.task.after_reset(ids)
         self.episode_step[ids] = 0
         self.episode_return[ids] = 0.0
@@ -237,6 +238,7 @@ class MujocoBatchEnv:
         self.state.ctrl[:, self._ctrl_ids] = self.action_map(applied)
         qpos_before = self.state.qpos.clone()
         self.batch.step(nstep=self.decimation, stage=int(mujoco.mjtStage.mjSTAGE_VEL))
+        self.task.clear_cache()
         self.episode_step += 1
         diverged = self._diverged(qpos_before)
         self.task.post_physics()

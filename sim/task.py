@@ -7,6 +7,7 @@ same task code. Subclasses declare their terms; the env sums and concatenates.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,25 @@ class RewardTerm:
     weight: float
 
 
+def per_step(fn: Callable) -> Callable:
+    """Compute a derived quantity of the current state once per step.
+
+    Reward, success, progress and observation terms often share quantities
+    (distances, grasp tests); the env clears the cache whenever the physics
+    state changes (after each physics step and each reset).
+    """
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def wrapper(self: Task) -> torch.Tensor:
+        cache = self._step_cache
+        if name not in cache:
+            cache[name] = fn(self)
+        return cache[name]
+
+    return wrapper
+
+
 class Task(ABC):
     """Base class: a robot, a scene, terms, and per-env task state.
 
@@ -53,6 +73,11 @@ class Task(ABC):
     def __init__(self, robot: RobotSpec):
         self.robot = robot
         self.sim: SimState | None = None
+        self._step_cache: dict[str, torch.Tensor] = {}
+
+    def clear_cache(self) -> None:
+        """Forget :func:`per_step` values; called by the env when the state changed."""
+        self._step_cache.clear()
 
     # ----------------------------------------------------------------- scene
     def build_scene(self, spec: mujoco.MjSpec) -> None:
@@ -76,7 +101,11 @@ class Task(ABC):
         self.last_action.copy_(actions)
 
     def post_physics(self) -> None:
-        """Update task state after the physics step (commands, timers)."""
+        """Update task state after the physics step (commands, timers).
+
+        A task that writes physics state here (e.g. pushes) must call
+        :meth:`clear_cache` afterwards.
+        """
 
     @abstractmethod
     def observation_terms(self) -> list[ObsTerm]:

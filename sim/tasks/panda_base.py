@@ -18,17 +18,12 @@ import torch
 
 from sim.actions import JointPositionAction
 from sim.math import quat_rotate, quat_rotate_inverse, quat_to_matrix, wrap_angle, yaw_quat
-from sim.task import ObsTerm, Task, add_floor_and_light
+from sim.task import ObsTerm, Task, add_floor_and_light, per_step, rows
 
 TABLE_TOP = 0.0  # the arm's base stands on the table top; objects rest at z = TABLE_TOP
 WORKSPACE_CENTER = (0.5, 0.0)
 # Sliding, torsional, rolling friction of the table (MuJoCo takes the max of a contact pair).
 TABLE_FRICTION = (0.5, 0.005, 0.0001)
-
-
-def rows(env_ids: torch.Tensor, cols: slice | torch.Tensor) -> tuple:
-    """An index for ``state[env_ids x cols]`` whether ``cols`` is a slice or index tensor."""
-    return (env_ids, cols) if isinstance(cols, slice) else (env_ids[:, None], cols)
 
 
 class PandaTask(Task):
@@ -73,6 +68,7 @@ class PandaTask(Task):
         return torch.atan2(rot[:, 1, 0], rot[:, 0, 0])
 
     @property
+    @per_step
     def pad_pos(self) -> torch.Tensor:
         """[B, 2, 3] world positions of the left and right finger pad centres."""
         return self.sim.site_xpos[:, self.pads]
@@ -225,22 +221,26 @@ class CubeTask(PandaTask):
         return self.sim.xquat[:, self.cube]
 
     @property
+    @per_step
     def cube_rot6d(self) -> torch.Tensor:
         """[B, 6] first two columns of the cube's rotation matrix (continuous, unambiguous)."""
         return quat_to_matrix(self.cube_quat)[:, :, :2].transpose(1, 2).reshape(-1, 6)
 
     @property
+    @per_step
     def cube_yaw(self) -> torch.Tensor:
         """[B] yaw of the cube's x axis about world z."""
         rot = quat_to_matrix(self.cube_quat)
         return torch.atan2(rot[:, 1, 0], rot[:, 0, 0])
 
     @property
+    @per_step
     def cube_goal_dist(self) -> torch.Tensor:
         """[B] planar distance of the cube centre to the goal centre."""
         return (self.goal[:, :2] - self.cube_pos[:, :2]).norm(dim=1)
 
     @property
+    @per_step
     def ee_cube_dist(self) -> torch.Tensor:
         """[B] distance of the tcp to the cube centre."""
         return (self.cube_pos - self.ee_pos).norm(dim=1)
@@ -250,6 +250,7 @@ class CubeTask(PandaTask):
         """[B] height of the cube centre above its resting height."""
         return self.cube_pos[:, 2] - (TABLE_TOP + self.cube_half)
 
+    @per_step
     def pad_cube_distance(self) -> torch.Tensor:
         """[B, 2] distance of each finger pad centre to the cube surface (< 0 inside)."""
         pads = self.pad_pos

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from sim.task import RewardTerm
+from sim.task import RewardTerm, per_step
 from sim.tasks.panda_base import TABLE_TOP, CubeTask, ScriptedExpert, nearest_yaw, wrapped_abs
 
 SUCCESS_RADIUS = 0.03  # planar cube centre to target centre
@@ -59,6 +59,7 @@ class PandaPickPlace(CubeTask):
         self.had_grasp = torch.zeros(sim.num_envs, dtype=torch.bool)
         self.lifted = torch.zeros(sim.num_envs, dtype=torch.bool)
 
+    @per_step
     def grasped(self) -> torch.Tensor:
         """[B] both pads touch the cube and the cube centre lies between them."""
         pads = self.pad_pos
@@ -91,6 +92,7 @@ class PandaPickPlace(CubeTask):
             RewardTerm("success", lambda: self.success().to(torch.float64), 10.0),
         ]
 
+    @per_step
     def success(self) -> torch.Tensor:
         """Cube on the table within 3 cm of the target, released."""
         return ((self.cube_goal_dist < SUCCESS_RADIUS) & (self.cube_height < REST_HEIGHT)

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from sim.task import RewardTerm
+from sim.task import RewardTerm, per_step
 from sim.tasks.panda_base import TABLE_TOP, CubeTask, ScriptedExpert, nearest_yaw, wrapped_abs
 
 SUCCESS_RADIUS = 0.05  # planar cube centre to goal centre
@@ -52,6 +52,7 @@ class PandaPush(CubeTask):
             RewardTerm("success", lambda: self.success().to(torch.float64), 10.0),
         ]
 
+    @per_step
     def success(self) -> torch.Tensor:
         """Cube centre within 5 cm of the goal centre, resting on the table."""
         return (self.cube_goal_dist < SUCCESS_RADIUS) & (self.cube_height < REST_HEIGHT)
