@@ -15,8 +15,24 @@ def _demo(cfg) -> int:
     return 0
 
 
+def _train(cfg) -> int:
+    from embodied.rl import CheckpointError
+    from embodied.train import run_train
+
+    try:
+        run_train(cfg)
+    except CheckpointError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable, str]] = {
     "demo": (_demo, "record scripted-expert rollouts of a task to an MP4 (all camera views)"),
+    "train": (_train, "train a policy with PPO (resumable run folder: metrics, checkpoints, "
+                      "eval video)"),
 }
 
 
@@ -39,10 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         cfg = load_config(command, overrides)
+        return COMMANDS[command][0](cfg)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return COMMANDS[command][0](cfg)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import torch
 from omegaconf import DictConfig
-from sim.experts import make_expert
 from tqdm import tqdm
 
-from embodied.config import save_config
+from embodied.config import ConfigError, save_config
 from embodied.plots import plot_progress
 from sim import DomainRandomization, make_env
+from sim.experts import expert_names, make_expert
 from sim.render import tile_batch
 from sim.video import write_mp4
 
@@ -29,6 +29,9 @@ def env_kwargs(task_cfg: DictConfig) -> dict:
 
 def run_demo(cfg: DictConfig) -> dict:
     """Roll out the expert on ``cfg.num_envs`` envs for one episode; write MP4, PNG, config."""
+    if cfg.task.name not in expert_names():
+        raise ConfigError(f"task '{cfg.task.name}' has no scripted expert to film; "
+                          f"choose task= one of {expert_names()}")
     run_dir = Path(cfg.run_dir)
     save_config(cfg, run_dir)
     env = make_env(cfg.task.name, num_envs=cfg.num_envs, seed=cfg.seed, **env_kwargs(cfg.task))
