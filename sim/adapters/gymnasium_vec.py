@@ -144,12 +144,7 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
 
     def render(self) -> np.ndarray | None:
         """Env 0's camera views side by side, uint8 ``[H, V * W, 3]`` (``None`` without a mode)."""
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass "
-                                  "render_mode='rgb_array' to the constructor")
-            return None
-        return render_tiled(self.batched, [0], self.render_cameras, self.render_width,
-                            self.render_height)[0]
+        return render_first_env(self)
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the batched env (its renderers)."""
@@ -247,12 +242,7 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
 
     def render(self) -> np.ndarray | None:
         """The camera views side by side, uint8 ``[H, V * W, 3]`` (``None`` without a mode)."""
-        if self.render_mode is None:
-            gymnasium.logger.warn("render() called without a render_mode; pass "
-                                  "render_mode='rgb_array' to the constructor")
-            return None
-        return render_tiled(self.batched, [0], self.render_cameras, self.render_width,
-                            self.render_height)[0]
+        return render_first_env(self)
 
     def close(self) -> None:
         """Close the batched env (its renderers); safe to call twice."""
@@ -267,3 +257,13 @@ def make_vector_env(task: str, num_envs: int = 16, render_mode: str | None = Non
 
     return GymnasiumVectorEnv(make_env(task, num_envs=num_envs, **cfg), render_mode=render_mode,
                               cameras=cameras, width=width, height=height)
+
+
+def render_first_env(adapter: GymnasiumEnv | GymnasiumVectorEnv) -> np.ndarray | None:
+    """Env 0's camera views side by side, per the adapter's render settings."""
+    if adapter.render_mode is None:
+        gymnasium.logger.warn("render() called without a render_mode; pass "
+                              "render_mode='rgb_array' to the constructor")
+        return None
+    return render_tiled(adapter.batched, [0], adapter.render_cameras, adapter.render_width,
+                        adapter.render_height)[0]
