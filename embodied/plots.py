@@ -28,3 +28,31 @@ def plot_progress(progress: np.ndarray, dt: float, path: Path, title: str,
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def plot_learning_curve(env_steps: np.ndarray, episode_return: np.ndarray,
+                        success_rate: np.ndarray, path: Path, title: str,
+                        eval_success: float | None = None) -> Path:
+    """Mean episode return and success rate against env steps, one panel each.
+
+    ``success_rate`` is the training (stochastic) policy's; ``eval_success``, if
+    given, is the final deterministic evaluation, drawn as a point at the last step.
+    """
+    fig, (ax_ret, ax_ok) = plt.subplots(1, 2, figsize=(9, 3.2), dpi=120)
+    ax_ret.plot(env_steps, episode_return, color="tab:blue", lw=1.4)
+    ax_ret.set_ylabel("mean episode return")
+    ax_ok.plot(env_steps, success_rate, color="tab:green", lw=1.4, label="training (sampled)")
+    if eval_success is not None and len(env_steps):
+        ax_ok.plot([env_steps[-1]], [eval_success], "o", color="black",
+                   label=f"eval, mean action: {eval_success:.0%}")
+    ax_ok.legend(fontsize=7, loc="lower right")
+    ax_ok.set_ylabel("success rate")
+    ax_ok.set_ylim(-0.02, 1.02)
+    for ax in (ax_ret, ax_ok):
+        ax.set_xlabel("env steps")
+        ax.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

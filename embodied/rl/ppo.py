@@ -1,0 +1,127 @@
+"""PPO's update: clipped surrogate, clipped value loss, entropy bonus, adaptive-KL lr."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import torch
+from torch import nn
+
+from embodied.rl.actor_critic import ActorCritic
+from embodied.rl.storage import RolloutStorage
+
+
+@dataclass
+class PPOConfig:
+    """PPO hyperparameters (configs/algo/ppo.yaml; per-task overrides in configs/algo/ppo/)."""
+
+    num_steps: int = 32  # steps per env per iteration (rollout length T)
+    num_epochs: int = 5
+    num_mini_batches: int = 4
+    gamma: float = 0.99
+    lam: float = 0.95
+    clip: float = 0.2
+    value_clip: float = 0.2
+    value_loss_coef: float = 1.0
+    entropy_coef: float = 0.005
+    learning_rate: float = 1e-3
+    schedule: str = "adaptive"  # "adaptive" (KL-driven, rsl_rl) or "fixed"
+    desired_kl: float = 0.01
+    min_lr: float = 1e-5
+    max_lr: float = 1e-2
+    max_grad_norm: float = 1.0
+    actor_hidden: list[int] = field(default_factory=lambda: [256, 128, 64])
+    critic_hidden: list[int] = field(default_factory=lambda: [256, 128, 64])
+    activation: str = "elu"
+    init_noise_std: float = 1.0
+    normalize_obs: bool = True
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> PPOConfig:
+        """Build from a (Hydra) mapping; unknown keys are an error naming them."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known - {"name"})
+        if unknown:
+            raise ValueError(f"unknown PPO settings {unknown}; known: {sorted(known)}")
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+class PPO:
+    """Proximal policy optimisation (Schulman et al. 2017) over a :class:`RolloutStorage`."""
+
+    def __init__(self, policy: ActorCritic, cfg: PPOConfig):
+        self.policy, self.cfg = policy, cfg
+        self.learning_rate = cfg.learning_rate
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+
+    def _adapt_learning_rate(self, kl: float) -> None:
+        """rsl_rl's rule: divide by 1.5 above 2x the target KL, multiply below half of it."""
+        cfg = self.cfg
+        if kl > 2.0 * cfg.desired_kl:
+            self.learning_rate = max(cfg.min_lr, self.learning_rate / 1.5)
+        elif 0.0 < kl < 0.5 * cfg.desired_kl:
+            self.learning_rate = min(cfg.max_lr, self.learning_rate * 1.5)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate
+
+    def update(self, storage: RolloutStorage) -> dict[str, float]:
+        """Several epochs of minibatch updates; returns mean losses and diagnostics."""
+        cfg, policy = self.cfg, self.policy
+        sums = {"loss/policy": 0.0, "loss/value": 0.0, "loss/entropy": 0.0,
+                "approx_kl": 0.0, "clip_fraction": 0.0}
+        count = 0
+        for mb in storage.minibatches(cfg.num_mini_batches, cfg.num_epochs):
+            dist = policy.distribution(mb["obs"])
+            log_probs = dist.log_prob(mb["actions"]).sum(-1)
+            entropy = dist.entropy().sum(-1).mean()
+            values = policy.evaluate(mb["obs"])
+
+            # KL(old || new) of the two diagonal Gaussians, for the adaptive lr
+            with torch.no_grad():
+                old_mu, old_sigma = mb["action_mean"], mb["action_std"]
+                mu, sigma = dist.mean, dist.stddev
+                kl = (torch.log(sigma / old_sigma)
+                      + (old_sigma.square() + (old_mu - mu).square()) / (2 * sigma.square())
+                      - 0.5).sum(-1).mean().item()
+            if cfg.schedule == "adaptive":
+                self._adapt_learning_rate(kl)
+
+            # clipped surrogate objective
+            ratio = torch.exp(log_probs - mb["log_probs"])
+            adv = mb["advantages"]
+            surrogate = torch.max(-adv * ratio,
+                                  -adv * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
+            # clipped value loss
+            old_values = mb["values"]
+            clipped = old_values + (values - old_values).clamp(-cfg.value_clip, cfg.value_clip)
+            value_loss = torch.max((values - mb["returns"]).square(),
+                                   (clipped - mb["returns"]).square()).mean()
+            loss = surrogate + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy
+
+            self.optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
+            self.optimizer.step()
+
+            with torch.no_grad():
+                sums["loss/policy"] += surrogate.item()
+                sums["loss/value"] += value_loss.item()
+                sums["loss/entropy"] += entropy.item()
+                sums["approx_kl"] += ((ratio - 1) - ratio.log()).mean().item()
+                sums["clip_fraction"] += ((ratio - 1).abs() > cfg.clip).float().mean().item()
+            count += 1
+        stats = {key: value / max(count, 1) for key, value in sums.items()}
+        stats["learning_rate"] = self.learning_rate
+        return stats
+
+    def state_dict(self) -> dict[str, Any]:
+        """Optimiser state and the adapted learning rate."""
+        return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved."""
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.learning_rate = float(state["learning_rate"])
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate

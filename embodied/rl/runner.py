@@ -1,0 +1,271 @@
+"""The on-policy loop: collect a rollout, update, log, checkpoint; resumable.
+
+Checkpoints hold everything a run needs to continue the same learning curve:
+the policy with its observation normaliser, the optimiser and the adapted
+learning rate, the iteration and env-step counters, the recent episode
+statistics and the RNG states (torch's and the env's generator). After every
+periodic checkpoint all envs are reset (a time-out for the episodes in flight,
+bootstrapped like any other), so a run resumed from that checkpoint is
+bitwise the same as the uninterrupted one without snapshotting the simulator.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from collections import deque
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm import tqdm
+
+from embodied.rl.actor_critic import ActorCritic
+from embodied.rl.logger import MetricsLogger
+from embodied.rl.ppo import PPO, PPOConfig
+from embodied.rl.storage import RolloutStorage, bootstrap_time_outs
+from sim.protocol import BatchedEnv
+
+CHECKPOINT_FORMAT = 1
+_CKPT_RE = re.compile(r"model_(\d+)\.pt$")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint that cannot be read or does not fit the run (names the file)."""
+
+
+def find_checkpoint(path: str | Path) -> Path:
+    """A checkpoint file, or the newest ``checkpoints/model_*.pt`` of a run folder."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    folder = path / "checkpoints" if (path / "checkpoints").is_dir() else path
+    found = sorted((int(m.group(1)), p) for p in folder.glob("model_*.pt")
+                   if (m := _CKPT_RE.search(p.name)))
+    if not found:
+        raise CheckpointError(f"no checkpoint found at {path} (expected a .pt file or a run "
+                              f"folder with checkpoints/model_*.pt)")
+    return found[-1][1]
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Read a checkpoint with ``weights_only=True``; a clear error if it is corrupt."""
+    path = Path(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # truncated zip, pickle garbage, missing file, ...
+        raise CheckpointError(f"cannot read checkpoint {path} (corrupt or truncated?): "
+                              f"{type(err).__name__}: {err}") from err
+    missing = {"format", "policy", "ppo", "iteration", "global_step", "rng"} - set(
+        state if isinstance(state, dict) else {})
+    if missing:
+        raise CheckpointError(f"{path} is not a training checkpoint (missing {sorted(missing)})")
+    return state
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
+    """``1 - Var(returns - values) / Var(returns)``: 1 is a perfect critic, <= 0 a useless one."""
+    var = returns.var()
+    return float("nan") if var == 0 else (1 - (returns - values).var() / var).item()
+
+
+class OnPolicyRunner:
+    """Trains an :class:`ActorCritic` with :class:`PPO` on a :class:`BatchedEnv`.
+
+    Seeds torch's global RNG with ``seed`` (it drives action sampling and minibatch
+    shuffling); the env is seeded by whoever builds it. Checkpoints go to
+    ``run_dir/checkpoints/model_<iteration>.pt`` every ``save_interval`` iterations
+    and at the end.
+    """
+
+    def __init__(self, env: BatchedEnv, cfg: PPOConfig, run_dir: str | Path, seed: int = 0,
+                 save_interval: int = 50, progress: bool = True):
+        self.env, self.cfg, self.run_dir = env, cfg, Path(run_dir)
+        self.save_interval, self.progress = save_interval, progress
+        torch.manual_seed(seed)
+        self.policy = ActorCritic(env.obs_dim, env.action_dim, cfg.actor_hidden,
+                                  cfg.critic_hidden, cfg.activation, cfg.init_noise_std,
+                                  cfg.normalize_obs).to(env.device)
+        self.alg = PPO(self.policy, cfg)
+        self.storage = RolloutStorage(cfg.num_steps, env.num_envs, env.obs_dim, env.action_dim,
+                                      env.device)
+        self.iteration = 0
+        self.global_step = 0
+        self.wall_time = 0.0  # seconds of training, summed over resumes
+        self.episodes: deque[tuple[float, float, float]] = deque(maxlen=max(100, env.num_envs))
+        self.obs: torch.Tensor | None = None  # None: reset the envs before the next rollout
+        self.resumed_from: Path | None = None
+
+    # ------------------------------------------------------------ collection
+    @torch.inference_mode()
+    def collect(self) -> dict[str, float]:
+        """One rollout of ``num_steps`` steps of every env into the storage, then GAE."""
+        env, policy, storage, cfg = self.env, self.policy, self.storage, self.cfg
+        policy.train()  # the normaliser learns from what the policy sees
+        if self.obs is None:
+            self.obs = env.reset()
+        storage.clear()
+        diverged = 0
+        for _ in range(cfg.num_steps):
+            obs = policy.normalize(self.obs)
+            actions, log_probs, dist = policy.act(obs)
+            values = policy.evaluate(obs)
+            next_obs, rewards, terminated, truncated, info = env.step(actions)
+            rewards = rewards.to(values.dtype)
+            if "done_ids" in info:
+                ids = info["done_ids"]
+                final_values = torch.zeros_like(values)
+                final_obs = policy.normalize(info["final_obs"][ids], update=False)
+                final_values[ids] = policy.evaluate(final_obs)
+                rewards = bootstrap_time_outs(rewards, final_values, truncated, terminated,
+                                              info["diverged"], cfg.gamma)
+                success = info["final_success"][ids]
+                for ret, ok, length in zip(info["episode_return"].tolist(), success.tolist(),
+                                           info["episode_length"].tolist(), strict=True):
+                    self.episodes.append((ret, float(ok), float(length)))
+            diverged += int(info["diverged"].sum())
+            storage.add(obs, actions, dist.mean, dist.stddev, log_probs, values, rewards,
+                        terminated | truncated)
+            self.obs = next_obs
+        last_values = policy.evaluate(policy.normalize(self.obs, update=False))
+        storage.compute_returns(last_values, cfg.gamma, cfg.lam)
+        return {"diverged": float(diverged)}
+
+    # -------------------------------------------------------------- the loop
+    def learn(self, max_iterations: int, logger: MetricsLogger | None = None) -> dict[str, Any]:
+        """Train until ``max_iterations`` iterations in total (resumed ones included).
+
+        Ctrl-C writes a checkpoint (unless this iteration's periodic one exists: that
+        one resumes exactly) and re-raises ``KeyboardInterrupt``. Returns the last
+        iteration's metrics.
+        """
+        steps_per_iter = self.cfg.num_steps * self.env.num_envs
+        bar = tqdm(total=max_iterations, initial=self.iteration, unit="it", disable=not
+                   self.progress, desc="train", dynamic_ncols=True)
+        row: dict[str, Any] = {}
+        try:
+            while self.iteration < max_iterations:
+                start = time.perf_counter()
+                extra = self.collect()
+                collected = time.perf_counter()
+                stats = self.alg.update(self.storage)
+                learned = time.perf_counter()
+                self.iteration += 1
+                self.global_step += steps_per_iter
+                collect_s, learn_s = collected - start, learned - collected
+                self.wall_time += learned - start
+                row = self._metrics_row(stats, extra, collect_s, learn_s, steps_per_iter)
+                if logger is not None:
+                    logger.log(row)
+                bar.update(1)
+                bar.set_postfix(success=f"{row['success_rate']:.2f}",
+                                ret=f"{row['episode_return']:.1f}",
+                                sps=f"{row['fps']:.0f}", refresh=False)
+                if self.save_interval and self.iteration % self.save_interval == 0:
+                    self.save()
+                    self.obs = None  # episodes restart at checkpoints: see the module doc
+            if self.iteration and not self.checkpoint_path().exists():
+                self.save()
+        except KeyboardInterrupt:
+            bar.close()
+            path = self.checkpoint_path()
+            if path.exists():  # the periodic one of this iteration: exact, keep it
+                print(f"\ninterrupted: the checkpoint of iteration {self.iteration} is {path}")
+            else:
+                print(f"\ninterrupted: checkpoint written to {self.save()}")
+            raise
+        finally:
+            bar.close()
+        return row
+
+    def _metrics_row(self, stats: dict[str, float], extra: dict[str, float], collect_s: float,
+                     learn_s: float, steps: int) -> dict[str, Any]:
+        eps = torch.tensor(list(self.episodes), dtype=torch.float64).reshape(-1, 3)
+        mean = eps.mean(0).tolist() if len(eps) else [math.nan] * 3
+        storage = self.storage
+        return {
+            "iteration": self.iteration,
+            "env_steps": self.global_step,
+            "wall_time": round(self.wall_time, 3),
+            "episode_return": mean[0],
+            "success_rate": mean[1],
+            "episode_length": mean[2],
+            "fps": steps / (collect_s + learn_s),
+            "collection_fps": steps / collect_s,
+            "learning_fps": steps / learn_s,
+            "collection_s": collect_s,
+            "learning_s": learn_s,
+            "approx_kl": stats["approx_kl"],
+            "clip_fraction": stats["clip_fraction"],
+            "explained_variance": explained_variance(storage.values.flatten(),
+                                                     storage.returns.flatten()),
+            "entropy": stats["loss/entropy"],
+            "learning_rate": stats["learning_rate"],
+            "policy_loss": stats["loss/policy"],
+            "value_loss": stats["loss/value"],
+            "action_std": self.policy.log_std.exp().mean().item(),
+            "diverged": extra["diverged"],
+        }
+
+    # ----------------------------------------------------------- checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue this run."""
+        env_gen = getattr(self.env, "_gen", None)
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "policy": self.policy.state_dict(),
+            "ppo": self.alg.state_dict(),
+            "iteration": self.iteration,
+            "global_step": self.global_step,
+            "wall_time": self.wall_time,
+            "episodes": torch.tensor(list(self.episodes), dtype=torch.float64).reshape(-1, 3),
+            "rng": {"torch": torch.get_rng_state(),
+                    "env": env_gen.get_state() if env_gen is not None else None},
+            "obs_dim": self.env.obs_dim,
+            "action_dim": self.env.action_dim,
+            "config": asdict(self.cfg),
+        }
+
+    def checkpoint_path(self) -> Path:
+        """Where the checkpoint of the current iteration goes."""
+        return self.run_dir / "checkpoints" / f"model_{self.iteration:06d}.pt"
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Write a checkpoint atomically (tmp file + ``os.replace``); returns its path."""
+        path = Path(path) if path else self.checkpoint_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, path)
+        return path
+
+    def load(self, path: str | Path) -> Path:
+        """Restore a checkpoint (a file or a run folder's newest); returns the file read."""
+        path = find_checkpoint(path)
+        state = load_checkpoint(path)
+        if (state.get("obs_dim"), state.get("action_dim")) != (self.env.obs_dim,
+                                                                self.env.action_dim):
+            raise CheckpointError(
+                f"{path} was trained with obs/action dims {state.get('obs_dim')}/"
+                f"{state.get('action_dim')}, this env has {self.env.obs_dim}/"
+                f"{self.env.action_dim}")
+        try:
+            self.policy.load_state_dict(state["policy"])
+            self.alg.load_state_dict(state["ppo"])
+        except (RuntimeError, KeyError, ValueError) as err:
+            raise CheckpointError(f"{path} does not fit this policy/config: {err}") from err
+        self.iteration = int(state["iteration"])
+        self.global_step = int(state["global_step"])
+        self.wall_time = float(state.get("wall_time", 0.0))
+        self.episodes.clear()
+        self.episodes.extend(tuple(r) for r in state.get("episodes", torch.zeros(0, 3)).tolist())
+        torch.set_rng_state(state["rng"]["torch"])
+        env_gen = getattr(self.env, "_gen", None)
+        if env_gen is not None and state["rng"].get("env") is not None:
+            env_gen.set_state(state["rng"]["env"])
+        self.obs = None
+        self.resumed_from = path
+        return path

@@ -1,0 +1,180 @@
+"""`embodied train`: PPO on a batched sim task; leaves a self-contained run folder.
+
+The run folder holds config.yaml, checkpoints/, metrics.csv, TensorBoard events
+(if tensorboard is installed), learning_curve.png, eval.mp4 (every camera view
+of a few envs, deterministic policy) and eval.json.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from embodied.config import save_config
+from embodied.demo import env_kwargs
+from embodied.plots import plot_learning_curve
+from embodied.rl import OnPolicyRunner, PPOConfig
+from embodied.rl.evaluate import evaluate
+from embodied.rl.logger import MetricsLogger, read_metrics
+from embodied.rl.runner import find_checkpoint
+from sim import make_env
+
+
+def resolve_run_dir(cfg: DictConfig) -> tuple[Path, Path | None]:
+    """The run folder and the checkpoint to resume (a resumed run keeps its folder)."""
+    if cfg.resume is None:
+        return Path(cfg.run_dir), None
+    ckpt = find_checkpoint(cfg.resume)
+    run_dir = ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
+    return run_dir, ckpt
+
+
+# What defines a run's learning curve: on resume these come from the run's own config.yaml.
+RUN_KEYS = ("task", "algo", "num_envs", "seed", "save_interval")
+
+
+def resume_config(cfg: DictConfig, run_dir: Path) -> DictConfig:
+    """``cfg`` with the resumed run's task/algo/num_envs/seed/save_interval (notes differences).
+
+    Everything else (max_iterations, eval, progress, threads) is taken from ``cfg``,
+    so a finished run can be extended with e.g. ``max_iterations=500``.
+    """
+    path = run_dir / "config.yaml"
+    if not path.exists():
+        return cfg
+    saved = OmegaConf.load(path)
+    differs = [k for k in RUN_KEYS if k in saved and OmegaConf.select(cfg, k) != saved[k]]
+    if differs:
+        print(f"resume: using the run's own {', '.join(differs)} from {path} "
+              f"(the given values are ignored)")
+    return OmegaConf.merge(cfg, {k: saved[k] for k in RUN_KEYS if k in saved})
+
+
+def max_iterations(cfg: DictConfig) -> int:
+    """``max_iterations``, or the iterations that cover ``total_env_steps`` if set."""
+    if cfg.total_env_steps is None:
+        return int(cfg.max_iterations)
+    return math.ceil(cfg.total_env_steps / (cfg.num_envs * cfg.algo.num_steps))
+
+
+def make_train_env(cfg: DictConfig, num_envs: int, seed: int):
+    """The task's batched env with the task config's noise/randomisation settings."""
+    extra = {} if cfg.physics_threads is None else {"nthread": int(cfg.physics_threads)}
+    return make_env(cfg.task.name, num_envs=num_envs, seed=seed, **env_kwargs(cfg.task), **extra)
+
+
+def run_eval(cfg: DictConfig, policy: torch.nn.Module, run_dir: Path) -> dict[str, Any]:
+    """Deterministic-policy success over ``eval.num_envs`` episodes and an MP4 of a few envs."""
+    from sim.render import tile_batch
+    from sim.video import write_mp4
+
+    env = make_train_env(cfg, int(cfg.eval.num_envs), int(cfg.seed) + 10_000)
+    policy.eval()
+    video_envs = min(int(cfg.eval.video_envs), env.num_envs)
+    cameras = list(cfg.eval.cameras or env.camera_names)
+    ids = torch.arange(video_envs)
+
+    def render() -> np.ndarray:
+        views = env.render(cameras, ids, int(cfg.eval.width), int(cfg.eval.height))
+        return tile_batch(views.numpy(), max_envs=video_envs)
+
+    frame_every = max(1, round(1.0 / (cfg.eval.fps * env.control_dt)))
+    result = evaluate(policy, env, render if video_envs else None, frame_every)
+    frames = result.pop("frames")
+    result["video"] = None
+    if frames and result["render_error"] is None:
+        try:
+            result["video"] = str(write_mp4(run_dir / "eval.mp4", np.stack(frames),
+                                            fps=int(cfg.eval.fps)))
+        except Exception as err:  # codec missing, disk full, ...
+            result["render_error"] = f"{type(err).__name__}: {err}"
+    try:
+        env.close()
+    except Exception as err:
+        result["render_error"] = result["render_error"] or f"close: {err}"
+    result["cameras"] = cameras
+    (run_dir / "eval.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def run_train(cfg: DictConfig) -> dict[str, Any]:
+    """Train (or resume), then plot, evaluate and print a summary; returns the summary."""
+    torch.set_num_threads(int(cfg.torch_threads))
+    run_dir, ckpt = resolve_run_dir(cfg)
+    if ckpt is not None:
+        cfg = resume_config(cfg, run_dir)
+    cfg = OmegaConf.merge(cfg, {"run_dir": str(run_dir)})
+    save_config(cfg, run_dir)
+    algo_cfg = PPOConfig.from_dict(OmegaConf.to_container(cfg.algo, resolve=True))
+    env = make_train_env(cfg, int(cfg.num_envs), int(cfg.seed))
+    runner = OnPolicyRunner(env, algo_cfg, run_dir, seed=int(cfg.seed),
+                            save_interval=int(cfg.save_interval), progress=bool(cfg.progress))
+    if ckpt is not None:
+        runner.load(ckpt)
+        print(f"resumed from {ckpt} (iteration {runner.iteration}, "
+              f"{runner.global_step} env steps)")
+    logger = MetricsLogger(run_dir, resume_iteration=runner.iteration if ckpt else None,
+                           resume_step=runner.global_step if ckpt else None)
+    start = time.perf_counter()
+    try:
+        last = runner.learn(max_iterations(cfg), logger)
+    except KeyboardInterrupt:
+        print(f"resume with: embodied train resume={run_dir}")
+        raise
+    finally:
+        logger.close()
+        env.close()
+    train_s = time.perf_counter() - start
+
+    evaluation = run_eval(cfg, runner.policy, run_dir) if int(cfg.eval.num_envs) > 0 else None
+    metrics = read_metrics(logger.path)
+    curve = None
+    if metrics:
+        curve = plot_learning_curve(np.array(metrics["env_steps"]),
+                                    np.array(metrics["episode_return"]),
+                                    np.array(metrics["success_rate"]),
+                                    run_dir / "learning_curve.png",
+                                    f"{cfg.task.name}: PPO, {cfg.num_envs} envs, seed {cfg.seed}",
+                                    evaluation["success_rate"] if evaluation else None)
+
+    summary = {
+        "task": cfg.task.name,
+        "run_dir": str(run_dir),
+        "iterations": runner.iteration,
+        "env_steps": runner.global_step,
+        "train_seconds": round(train_s, 1),
+        "train_seconds_total": round(runner.wall_time, 1),
+        "train_success_rate": last.get("success_rate"),
+        "collection_fps": last.get("collection_fps"),
+        "learning_fps": last.get("learning_fps"),
+        "tensorboard": logger.tensorboard,
+        "learning_curve": str(curve) if curve else None,
+        "eval": evaluation,
+    }
+    print(f"\n{cfg.task.name}: PPO, {cfg.num_envs} envs, {runner.iteration} iterations, "
+          f"{runner.global_step:,} env steps in {train_s:.0f} s"
+          + (f" (run total {runner.wall_time:.0f} s)" if ckpt else ""))
+    if last:
+        print(f"  training success    {last['success_rate']:.0%} (last {len(runner.episodes)} "
+              f"episodes), return {last['episode_return']:.1f}")
+        print(f"  steps/s             {last['fps']:.0f} (collection {last['collection_fps']:.0f},"
+              f" learning {last['learning_fps']:.0f})")
+    if evaluation is not None:
+        print(f"  eval success        {evaluation['success_rate']:.0%} of "
+              f"{evaluation['episodes']} episodes (deterministic policy)")
+        if evaluation["video"]:
+            print(f"  eval video          {evaluation['video']}")
+        elif evaluation["render_error"]:
+            print(f"  eval video          not written: {evaluation['render_error']}")
+    if not logger.tensorboard:
+        print("  tensorboard         not installed: metrics in metrics.csv only")
+    print(f"  run folder          {run_dir}")
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    return summary
