@@ -3,7 +3,8 @@
 For each task, batch size (1, 64, 256) and physics thread count (1, 2): our
 env's control steps/s with zero actions (physics, action mapping, latency,
 observation/reward/progress terms, auto-reset), and raw ``Batch.step`` of the
-same compiled model with the same substeps per control step, in the same run.
+same compiled model from the same states with the same substeps per control
+step, in the same run.
 ``ratio`` = env / raw. Also multi-view render frames/s and peak memory.
 """
 
@@ -25,14 +26,21 @@ from mujoco import batch as mjbatch
 
 from sim import make_env, task_names
 
+SETTLE_STEPS = 50  # 1 s of simulated time
+
 
 def env_vs_raw(task: str, num_envs: int, nthread: int, seconds: float) -> dict:
     env = make_env(task, num_envs=num_envs, nthread=nthread)
     actions = torch.zeros(num_envs, env.action_dim)
-    env_rate = rate(lambda: env.step(actions), num_envs, seconds)
+    for _ in range(SETTLE_STEPS):  # past the drop onto the floor after reset
+        env.step(actions)
+    # Raw stepping starts from the same states, so both step the same contacts.
     raw = mjbatch.Batch(env.model, num_envs, nthread, persistent=True)
     raw.reset()
-    raw.bind("ctrl")[:] = env.state.ctrl.numpy()[:1]
+    for field in ("qpos", "qvel", "ctrl", "mocap_pos"):
+        raw.bind(field)[:] = getattr(env.state, field).numpy()
+    raw.forward()
+    env_rate = rate(lambda: env.step(actions), num_envs, seconds)
     stage = int(mujoco.mjtStage.mjSTAGE_VEL)
     raw_rate = rate(lambda: raw.step(nstep=env.decimation, stage=stage), num_envs, seconds)
     env.close()
@@ -52,12 +60,13 @@ def render_rate(size: int, num_envs: int, seconds: float) -> dict:
 
 def peak_rss_mib(task: str, num_envs: int, steps: int) -> float:
     """Peak RSS of a fresh process that builds and steps ``num_envs`` envs (no rendering)."""
+    # VmHWM, not ru_maxrss: the latter survives exec and would include this process's peak.
     code = (
-        "import resource, torch; from sim import make_env\n"
+        "import re, torch; from pathlib import Path; from sim import make_env\n"
         f"env = make_env('{task}', num_envs={num_envs})\n"
         f"a = torch.zeros({num_envs}, env.action_dim)\n"
         f"for _ in range({steps}): env.step(a)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "print(re.search(r'VmHWM:\\s+(\\d+)', Path('/proc/self/status').read_text())[1])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -93,6 +93,10 @@ class EnvConfig:
     # Coarser meshes for capsules/cylinders in camera frames: ~4x faster software
     # rendering, indistinguishable at 96 px. None: MuJoCo's default tessellation.
     render_tessellation: tuple[int, int] | None = (12, 6)
+    # torch intra-op threads of the process (None: leave torch's setting). The env's
+    # tensors are small, and torch's thread pool otherwise competes with MuJoCo's
+    # physics threads for the cores: 1 thread made 256 Go2 envs on 2 cores 1.35x faster.
+    torch_threads: int | None = 1
 
 
 def compile_task_model(task: Task) -> mujoco.MjModel:
@@ -110,6 +114,8 @@ class MujocoBatchEnv:
         for key, value in overrides.items():
             setattr(cfg, key, value)
         self.cfg = cfg
+        if cfg.torch_threads is not None and torch.get_num_threads() != cfg.torch_threads:
+            torch.set_num_threads(cfg.torch_threads)
         if isinstance(task, type):
             task = task(load_robot(task.robot_name))
         self.task = task
