@@ -289,8 +289,13 @@ class MujocoBatchEnv:
         from sim.render import MultiViewRenderer
 
         cameras = tuple(cameras or self.camera_names)
-        first = self.robot.camera(cameras[0])
-        width, height = width or first.width, height or first.height
+        known = [self.model.camera(i).name for i in range(self.model.ncam)]
+        unknown = [c for c in cameras if c not in known]
+        if unknown:
+            raise KeyError(f"no camera {', '.join(map(repr, unknown))} in task "
+                           f"'{self.task.name}'; its cameras: {known}")
+        resolution = self.model.cam_resolution[known.index(cameras[0])]
+        width, height = width or int(resolution[0]), height or int(resolution[1])
         key = (cameras, width, height)
         if key not in self._renderers:
             self._renderers[key] = MultiViewRenderer(
