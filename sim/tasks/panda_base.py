@@ -12,6 +12,7 @@ points down (0 in the default pose).
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 
 import mujoco
 import torch
@@ -417,7 +418,7 @@ class DiffIK:
         return self.action_map.inverse(self.task.joint_pos + dq, gripper_open)
 
 
-class ScriptedExpert:
+class ScriptedExpert(ABC):
     """Base of the scripted experts: per-env phase and timer tensors, and the noise knob.
 
     ``noise`` (0: the clean expert; about 0.1 mildly suboptimal, 0.3 often
@@ -467,9 +468,9 @@ class ScriptedExpert:
         """``target`` [B, 3] plus the current waypoint perturbation."""
         return target + self.offset
 
+    @abstractmethod
     def act(self) -> torch.Tensor:
         """Noise-free actions [B, action_dim] for the current state."""
-        raise NotImplementedError
 
     def __call__(self) -> torch.Tensor:
         """Actions [B, action_dim] in [-1, 1] for the current state of the task."""

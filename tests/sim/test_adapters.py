@@ -69,7 +69,7 @@ class FakeBatchedEnv:
         return obs, reward, terminated, truncated, info
 
     def render(self, cameras=None, env_ids=None, width=None, height=None) -> torch.Tensor:
-        raise NotImplementedError
+        raise RuntimeError("the fake env has no cameras")
 
     def close(self) -> None:
         self.closed = True
