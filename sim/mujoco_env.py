@@ -147,6 +147,8 @@ class MujocoBatchEnv:
         self.diverged_total = 0
         self.diverged_envs = torch.zeros(self.num_envs, dtype=torch.long)
         lat_hi = cfg.randomization.action_latency_steps[1] if cfg.randomization.enabled else 0
+        # Ring buffer of the last actions sent; an env with latency d gets the one from d steps ago.
+        self._head, self._env_ids = 0, torch.arange(self.num_envs)
         self._history = torch.zeros(lat_hi + 1, self.num_envs, self.action_dim,
                                     dtype=torch.float64)
         self._latency = torch.zeros(self.num_envs, dtype=torch.long)
@@ -237,9 +239,9 @@ class MujocoBatchEnv:
         actions = torch.as_tensor(actions, dtype=torch.float64).reshape(
             self.num_envs, self.action_dim).clamp(-1.0, 1.0)
         actions = torch.nan_to_num(actions, nan=0.0)
-        self._history = torch.roll(self._history, 1, dims=0)
-        self._history[0] = actions
-        applied = self._history[self._latency, torch.arange(self.num_envs)]
+        self._history[self._head] = actions
+        applied = self._history[(self._head - self._latency) % len(self._history), self._env_ids]
+        self._head = (self._head + 1) % len(self._history)
         self.task.apply_action(actions)  # what the policy sent (observed as 'last action')
         self.state.ctrl[:, self._ctrl_ids] = self.action_map(applied)
         qpos_before = self.state.qpos.clone()

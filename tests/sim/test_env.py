@@ -120,3 +120,21 @@ def test_randomisation_varies_physics_per_env():
         "sim").DomainRandomization(enabled=False))
     assert off.batch.expanded("geom_friction") is None
     off.close()
+
+
+def test_action_latency_delays_each_env_by_its_own_steps():
+    e = make_env("panda_reach", num_envs=3, seed=0)
+    e.reset()
+    e._latency[:] = torch.tensor([0, 1, 2])
+    sent = []
+    for k in range(4):
+        a = torch.full((3, e.action_dim), 0.1 * (k + 1))
+        e.step(a)
+        sent.append(0.1 * (k + 1))
+        # joint1: default 0, scale 1, so its target equals the applied action.
+        applied = e.state.ctrl[:, 0].tolist()
+        expected = [sent[-1], sent[-2] if k >= 1 else 0.0, sent[-3] if k >= 2 else 0.0]
+        assert applied == pytest.approx(expected, abs=1e-6)
+        # The policy observes what it sent, not what the delayed robot received.
+        assert e.task.last_action[:, 0].tolist() == pytest.approx([sent[-1]] * 3, abs=1e-6)
+    e.close()
