@@ -29,10 +29,39 @@ def _train(cfg) -> int:
     return 0
 
 
+def _export(cfg) -> int:
+    from embodied.export import ExportError, run_export
+    from embodied.rl import CheckpointError
+
+    try:
+        run_export(cfg)
+    except (CheckpointError, ExportError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _eval(cfg) -> int:
+    from embodied.evaluate_cli import run_evaluation
+    from embodied.export import ExportError
+    from embodied.rl import CheckpointError
+
+    try:
+        run_evaluation(cfg)
+    except (CheckpointError, ExportError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
 COMMANDS: dict[str, tuple[Callable, str]] = {
     "demo": (_demo, "record scripted-expert rollouts of a task to an MP4 (all camera views)"),
     "train": (_train, "train a policy with PPO (resumable run folder: metrics, checkpoints, "
                       "eval video)"),
+    "export": (_export, "export a run's policy to TorchScript/ONNX with its robot metadata"),
+    "eval": (_eval, "evaluate a run's checkpoint or an exported policy (success, return, video)"),
 }
 
 

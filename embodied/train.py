@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +71,34 @@ def make_train_env(cfg: DictConfig, num_envs: int, seed: int):
     return make_env(cfg.task.name, num_envs=num_envs, seed=seed, **env_kwargs(cfg.task), **extra)
 
 
-def run_eval(cfg: DictConfig, policy: torch.nn.Module, run_dir: Path) -> dict[str, Any]:
-    """Deterministic-policy success over ``eval.num_envs`` episodes and an MP4 of a few envs."""
+SB3_ALGOS = ("sb3_ppo", "sb3_sac")
+
+
+def wants_sb3(cfg: DictConfig) -> bool:
+    """An SB3 run: ``algo.name`` is one, or ``resume`` points into a run whose config says so."""
+    name = None
+    if cfg.resume is not None:
+        path = Path(cfg.resume)
+        for folder in (path, path.parent, path.parent.parent):
+            if (folder / "config.yaml").is_file():
+                name = OmegaConf.select(OmegaConf.load(folder / "config.yaml"), "algo.name")
+                break
+    return (name or str(cfg.algo.name)) in SB3_ALGOS
+
+
+def run_eval(cfg: DictConfig, policy: Callable[[torch.Tensor], torch.Tensor],
+             run_dir: Path) -> dict[str, Any]:
+    """Deterministic-policy success over ``eval.num_envs`` episodes and an MP4 of a few envs.
+
+    ``policy(raw obs) -> action``: our :class:`ActorCritic` (put in eval mode) or any
+    callable, e.g. an SB3 model's (embodied/sb3_train.py).
+    """
     from sim.render import tile_batch
     from sim.video import write_mp4
 
     env = make_train_env(cfg, int(cfg.eval.num_envs), int(cfg.seed) + 10_000)
-    policy.eval()
+    if isinstance(policy, torch.nn.Module):
+        policy.eval()
     video_envs = min(int(cfg.eval.video_envs), env.num_envs)
     cameras = list(cfg.eval.cameras or env.camera_names)
     ids = torch.arange(video_envs)
@@ -105,7 +127,14 @@ def run_eval(cfg: DictConfig, policy: torch.nn.Module, run_dir: Path) -> dict[st
 
 
 def run_train(cfg: DictConfig) -> dict[str, Any]:
-    """Train (or resume), then plot, evaluate and print a summary; returns the summary."""
+    """Train (or resume), then plot, evaluate and print a summary; returns the summary.
+
+    ``algo=sb3_ppo|sb3_sac`` (or resuming such a run) goes to embodied/sb3_train.py.
+    """
+    if wants_sb3(cfg):
+        from embodied.sb3_train import run_sb3_train  # imports SB3: only for SB3 runs
+
+        return run_sb3_train(cfg)
     torch.set_num_threads(int(cfg.torch_threads))
     run_dir, ckpt = resolve_run_dir(cfg)
     if ckpt is not None:

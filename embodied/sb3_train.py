@@ -1,0 +1,423 @@
+"""`embodied train algo=sb3_ppo|sb3_sac`: stable-baselines3 on a batched sim task.
+
+The same run folder as our PPO (embodied/train.py): config.yaml, checkpoints/,
+metrics.csv (the same column names where they exist), TensorBoard events (if
+installed), learning_curve.png, eval.json + eval.mp4 (deterministic policy) and
+summary.json. The env is :class:`sim.adapters.sb3_vec.SB3VecEnv` over our batched
+env, optionally inside SB3's ``VecNormalize`` (observations).
+
+Checkpoints (``checkpoints/``, each file written to a temporary name and renamed):
+``vecnormalize_<steps>.pkl`` (the normaliser statistics), ``state_<steps>.json``
+(wall time, metrics row counter, recent episodes), ``replay_buffer.pkl`` (SAC, the
+latest only, if ``algo.save_replay_buffer``) and, last, ``model_<steps>.zip`` (SB3's
+own format): a checkpoint is complete once its model file exists. Resume
+(``resume=<run folder or model_*.zip>``) restores all of them and continues the
+env-step counter; the envs start fresh episodes (SB3 does not snapshot them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from embodied.config import save_config
+from embodied.plots import plot_learning_curve
+from embodied.rl.logger import MetricsLogger, read_metrics
+from embodied.rl.runner import CheckpointError
+from embodied.train import make_train_env, resume_config, run_eval
+from sim.adapters.sb3_vec import SB3VecEnv
+
+_MODEL_RE = re.compile(r"model_(\d+)\.zip$")
+ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU}
+
+# metrics.csv columns: the names of embodied/rl/runner.py where the quantity exists, then the
+# algorithm's own diagnostics (from SB3's logger keys; NaN in rows where SB3 logged none).
+BASE_COLUMNS = ("iteration", "env_steps", "wall_time", "episode_return", "success_rate",
+                "episode_length", "fps", "collection_fps", "learning_fps", "collection_s",
+                "learning_s")
+SB3_COLUMNS = {
+    "sb3_ppo": {"approx_kl": "train/approx_kl", "clip_fraction": "train/clip_fraction",
+                "explained_variance": "train/explained_variance",
+                "entropy": "train/entropy_loss", "learning_rate": "train/learning_rate",
+                "policy_loss": "train/policy_gradient_loss", "value_loss": "train/value_loss",
+                "action_std": "train/std"},
+    "sb3_sac": {"actor_loss": "train/actor_loss", "critic_loss": "train/critic_loss",
+                "ent_coef": "train/ent_coef", "learning_rate": "train/learning_rate"},
+}
+
+
+# ------------------------------------------------------------------ config
+def algo_class(name: str) -> type[BaseAlgorithm]:
+    """The SB3 algorithm class of ``algo.name``."""
+    from stable_baselines3 import PPO, SAC
+
+    classes = {"sb3_ppo": PPO, "sb3_sac": SAC}
+    if name not in classes:
+        raise ValueError(f"unknown SB3 algo '{name}'; available: {sorted(classes)}")
+    return classes[name]
+
+
+def policy_kwargs(values: dict[str, Any] | None) -> dict[str, Any]:
+    """SB3 ``policy_kwargs`` from the config (activation by name; null entries dropped)."""
+    out = {k: v for k, v in (values or {}).items() if v is not None}
+    if "activation_fn" in out:
+        name = str(out["activation_fn"]).lower()
+        if name not in ACTIVATIONS:
+            raise ValueError(f"activation_fn '{name}' not one of {sorted(ACTIVATIONS)}")
+        out["activation_fn"] = ACTIVATIONS[name]
+    return out
+
+
+def build_model(algo: dict[str, Any], env: VecEnv, seed: int) -> BaseAlgorithm:
+    """A fresh SB3 model from an ``algo`` config (``hyperparams`` + ``policy_kwargs``)."""
+    return algo_class(algo["name"])("MlpPolicy", env, seed=seed, device="cpu", verbose=0,
+                                    policy_kwargs=policy_kwargs(algo.get("policy_kwargs")),
+                                    **dict(algo.get("hyperparams") or {}))
+
+
+def wrap_env(venv: VecEnv, algo: dict[str, Any]) -> VecEnv:
+    """``venv`` inside ``VecNormalize`` if the config normalises observations or rewards."""
+    if not (algo.get("normalize_obs") or algo.get("normalize_reward")):
+        return venv
+    return VecNormalize(venv, norm_obs=bool(algo.get("normalize_obs")),
+                        norm_reward=bool(algo.get("normalize_reward")),
+                        clip_obs=float(algo.get("clip_obs", 10.0)),
+                        gamma=float((algo.get("hyperparams") or {}).get("gamma", 0.99)))
+
+
+def sb3_policy(model: BaseAlgorithm, env: VecEnv | None = None
+               ) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``policy(obs) -> action`` (deterministic) for :func:`embodied.rl.evaluate.evaluate`.
+
+    Raw observations are normalised with ``env``'s ``VecNormalize`` statistics if it
+    is one (without updating them).
+    """
+    norm = env if isinstance(env, VecNormalize) else None
+
+    def act(obs: torch.Tensor) -> torch.Tensor:
+        x = obs.detach().cpu().numpy()
+        if norm is not None:
+            x = norm.normalize_obs(x)
+        actions, _ = model.predict(x, deterministic=True)
+        return torch.as_tensor(actions, dtype=obs.dtype, device=obs.device)
+
+    return act
+
+
+# ------------------------------------------------------------- checkpoints
+def find_sb3_checkpoint(path: str | Path) -> Path:
+    """A ``model_*.zip`` file, or the newest one in a run folder (or its checkpoints/)."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    folder = path / "checkpoints" if (path / "checkpoints").is_dir() else path
+    found = sorted((int(m.group(1)), p) for p in folder.glob("model_*.zip")
+                   if (m := _MODEL_RE.search(p.name)))
+    if not found:
+        raise CheckpointError(f"no SB3 checkpoint found at {path} (expected a model_*.zip or "
+                              f"a run folder with checkpoints/model_*.zip)")
+    return found[-1][1]
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def _write_model(model: BaseAlgorithm, path: Path) -> None:
+    with path.open("wb") as f:  # a file object: SB3 would append ".zip" to a bare path
+        model.save(f)
+
+
+def _write_replay_buffer(model: BaseAlgorithm, path: Path) -> None:
+    with path.open("wb") as f:
+        model.save_replay_buffer(f)
+
+
+def save_checkpoint(model: BaseAlgorithm, env: VecEnv, folder: Path, state: dict[str, Any],
+                    replay_buffer: bool = False) -> Path:
+    """Write one checkpoint (normaliser, state, replay buffer, then the model); returns it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tag = f"{model.num_timesteps:09d}"
+    if isinstance(env, VecNormalize):
+        _atomic(folder / f"vecnormalize_{tag}.pkl", lambda p: env.save(str(p)))
+    _atomic(folder / f"state_{tag}.json", lambda p: p.write_text(json.dumps(state)))
+    if replay_buffer and getattr(model, "replay_buffer", None) is not None:
+        _atomic(folder / "replay_buffer.pkl", lambda p: _write_replay_buffer(model, p))
+    path = folder / f"model_{tag}.zip"
+    _atomic(path, lambda p: _write_model(model, p))
+    return path
+
+
+def load_checkpoint(path: Path, algo: dict[str, Any], venv: VecEnv
+                    ) -> tuple[BaseAlgorithm, VecEnv, dict[str, Any]]:
+    """The model, the (normalising) env and the state saved at ``path`` (a model_*.zip)."""
+    tag = _MODEL_RE.search(path.name)
+    if tag is None:
+        raise CheckpointError(f"{path} is not an SB3 checkpoint (model_<steps>.zip)")
+    folder, steps = path.parent, tag.group(1)
+    env = venv
+    norm_path = folder / f"vecnormalize_{steps}.pkl"
+    if algo.get("normalize_obs") or algo.get("normalize_reward"):
+        if not norm_path.exists():
+            raise CheckpointError(f"{path}: its normaliser statistics {norm_path} are missing")
+        env = VecNormalize.load(str(norm_path), venv)
+        env.training = True
+    try:
+        model = algo_class(algo["name"]).load(path, env=env, device="cpu")
+    except Exception as err:  # truncated zip, wrong algo, spaces that do not match, ...
+        raise CheckpointError(f"cannot load {path}: {type(err).__name__}: {err}") from err
+    state_path = folder / f"state_{steps}.json"
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    buffer = folder / "replay_buffer.pkl"
+    if algo.get("save_replay_buffer") and buffer.exists() and hasattr(model, "replay_buffer"):
+        model.load_replay_buffer(buffer)
+    return model, env, state
+
+
+# ----------------------------------------------------------------- logging
+class RunFolderCallback(BaseCallback):
+    """Times collection and learning, writes metrics.csv rows and periodic checkpoints.
+
+    SB3 calls ``_on_rollout_start`` after the previous rollout's update, so the time
+    between a rollout's end and the next one's start is learning time. Rows are written
+    (and checkpoints saved) there, outside both timed phases.
+    """
+
+    def __init__(self, algo: dict[str, Any], metrics: MetricsLogger, folder: Path,
+                 state: dict[str, Any]):
+        super().__init__()
+        self.algo, self.metrics, self.folder = algo, metrics, folder
+        self.columns = SB3_COLUMNS[algo["name"]]
+        self.log_every = int(algo.get("log_every_env_steps") or 0)
+        self.save_every = int(algo.get("save_every_env_steps") or 0)
+        self.row_index = int(state.get("iteration", 0))
+        self.wall_time = float(state.get("wall_time", 0.0))
+        self.collect_s = self.learn_s = 0.0
+        self._mark: float | None = None
+        self._phase = "idle"
+        self.last_row: dict[str, Any] = {}
+        self.last_checkpoint: Path | None = None
+
+    def _on_training_start(self) -> None:
+        self._logged_at = self._saved_at = self.num_timesteps
+
+    def _close_phase(self) -> None:
+        now = time.perf_counter()
+        if self._mark is not None:
+            if self._phase == "collect":
+                self.collect_s += now - self._mark
+            elif self._phase == "learn":
+                self.learn_s += now - self._mark
+
+    def _on_rollout_start(self) -> None:
+        self._close_phase()
+        self._maybe_log_and_save()
+        self._phase, self._mark = "collect", time.perf_counter()
+
+    def _on_rollout_end(self) -> None:
+        self._close_phase()
+        self._phase, self._mark = "learn", time.perf_counter()
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_end(self) -> None:
+        self._close_phase()
+        self._phase, self._mark = "idle", None
+        if self.num_timesteps > self._logged_at:
+            self.log_row()
+        self.save()
+
+    def _maybe_log_and_save(self) -> None:
+        steps = self.num_timesteps
+        if steps > self._logged_at and steps - self._logged_at >= self.log_every:
+            self.log_row()
+        if self.save_every and steps - self._saved_at >= self.save_every:
+            self.save()
+
+    def log_row(self) -> dict[str, Any]:
+        """Write one metrics.csv row for the steps since the last one."""
+        model, steps = self.model, self.num_timesteps - self._logged_at
+        self._logged_at = self.num_timesteps
+        self.row_index += 1
+        self.wall_time += self.collect_s + self.learn_s
+        eps = list(model.ep_info_buffer or [])
+        oks = list(model.ep_success_buffer or [])
+        values = model.logger.name_to_value
+        total = self.collect_s + self.learn_s
+        row = {
+            "iteration": self.row_index,
+            "env_steps": self.num_timesteps,
+            "wall_time": round(self.wall_time, 3),
+            "episode_return": float(np.mean([e["r"] for e in eps])) if eps else float("nan"),
+            "success_rate": float(np.mean(oks)) if oks else float("nan"),
+            "episode_length": float(np.mean([e["l"] for e in eps])) if eps else float("nan"),
+            "fps": steps / total if total else float("nan"),
+            "collection_fps": steps / self.collect_s if self.collect_s else float("nan"),
+            "learning_fps": steps / self.learn_s if self.learn_s else float("nan"),
+            "collection_s": self.collect_s,
+            "learning_s": self.learn_s,
+        }
+        for column, key in self.columns.items():
+            value = values.get(key, float("nan"))
+            row[column] = -value if column == "entropy" else float(value)  # SB3 logs -entropy
+        self.collect_s = self.learn_s = 0.0
+        self.metrics.log(row)
+        self.last_row = row
+        return row
+
+    def state(self) -> dict[str, Any]:
+        """What the checkpoint needs beyond SB3's zip: counters and recent episodes."""
+        return {"iteration": self.row_index, "wall_time": self.wall_time,
+                "env_steps": int(self.num_timesteps),
+                "episodes": [dict(e) for e in (self.model.ep_info_buffer or [])],
+                "successes": [bool(s) for s in (self.model.ep_success_buffer or [])]}
+
+    def save(self) -> Path:
+        """A checkpoint of the current step (the model file is written last)."""
+        self._saved_at = self.num_timesteps
+        self.last_checkpoint = save_checkpoint(self.model, self.training_env, self.folder,
+                                               self.state(),
+                                               bool(self.algo.get("save_replay_buffer")))
+        return self.last_checkpoint
+
+
+# -------------------------------------------------------------------- main
+def total_env_steps(cfg: DictConfig) -> int:
+    """The run's total env steps: top-level ``total_env_steps``, else the algo's default."""
+    value = cfg.total_env_steps if cfg.total_env_steps is not None else cfg.algo.total_env_steps
+    return int(value)
+
+
+def _with_saved_algo(cfg: DictConfig, run_dir: Path) -> DictConfig:
+    """``cfg`` with the run's own ``algo`` section, replaced whole (the default is PPO's)."""
+    path = run_dir / "config.yaml"
+    if not path.exists():
+        return cfg
+    saved = OmegaConf.load(path)
+    if str(cfg.algo.name) == str(saved.algo.name) and cfg.algo != saved.algo:
+        print(f"resume: using the run's own algo settings from {path} (the given values are "
+              f"ignored)")
+    cfg = cfg.copy()
+    OmegaConf.set_struct(cfg, False)
+    cfg.algo = saved.algo
+    return cfg
+
+
+def run_sb3_train(cfg: DictConfig) -> dict[str, Any]:
+    """Train (or resume) an SB3 model, then plot, evaluate and print a summary."""
+    torch.set_num_threads(int(cfg.torch_threads))
+    ckpt = None
+    if cfg.resume is None:
+        run_dir = Path(cfg.run_dir)
+    else:
+        ckpt = find_sb3_checkpoint(cfg.resume)
+        run_dir = ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
+        cfg = resume_config(_with_saved_algo(cfg, run_dir), run_dir)
+    cfg = OmegaConf.merge(cfg, {"run_dir": str(run_dir)})
+    save_config(cfg, run_dir)
+    algo = OmegaConf.to_container(cfg.algo, resolve=True)
+    name = algo["name"]
+    venv = SB3VecEnv(make_train_env(cfg, int(cfg.num_envs), int(cfg.seed)))
+    state: dict[str, Any] = {}
+    if ckpt is None:
+        env = wrap_env(venv, algo)
+        model = build_model(algo, env, int(cfg.seed))
+    else:
+        model, env, state = load_checkpoint(ckpt, algo, venv)
+        print(f"resumed from {ckpt} ({model.num_timesteps} env steps)")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # metrics go to our logger
+    if state.get("episodes"):  # kept by learn(reset_num_timesteps=False)
+        model.ep_info_buffer = deque(state["episodes"], maxlen=model._stats_window_size)
+        model.ep_success_buffer = deque(state.get("successes", []),
+                                        maxlen=model._stats_window_size)
+    metrics = MetricsLogger(run_dir, resume_iteration=int(state.get("iteration", 0))
+                            if ckpt else None,
+                            resume_step=model.num_timesteps if ckpt else None)
+    callback = RunFolderCallback(algo, metrics, run_dir / "checkpoints", state)
+    remaining = max(0, total_env_steps(cfg) - model.num_timesteps)
+    start = time.perf_counter()
+    try:
+        if remaining:
+            model.learn(remaining, callback=callback, reset_num_timesteps=ckpt is None,
+                        progress_bar=bool(cfg.progress) and _has_progress_bar())
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: checkpoint written to {callback.save()}\n"
+              f"resume with: embodied train resume={run_dir}")
+        raise
+    finally:
+        metrics.close()
+    train_s = time.perf_counter() - start
+
+    evaluation = (run_eval(cfg, sb3_policy(model, env), run_dir)
+                  if int(cfg.eval.num_envs) > 0 else None)
+    env.close()
+    rows = read_metrics(metrics.path) if metrics.path.exists() else {}
+    label = f"SB3 {name.removeprefix('sb3_').upper()}"
+    curve = None
+    if rows:
+        curve = plot_learning_curve(np.array(rows["env_steps"]), np.array(rows["episode_return"]),
+                                    np.array(rows["success_rate"]), run_dir / "learning_curve.png",
+                                    f"{cfg.task.name}: {label}, {cfg.num_envs} envs, "
+                                    f"seed {cfg.seed}",
+                                    evaluation["success_rate"] if evaluation else None)
+    last = callback.last_row
+    summary = {
+        "task": cfg.task.name,
+        "algo": name,
+        "run_dir": str(run_dir),
+        "iterations": callback.row_index,
+        "env_steps": int(model.num_timesteps),
+        "train_seconds": round(train_s, 1),
+        "train_seconds_total": round(callback.wall_time, 1),
+        "train_success_rate": last.get("success_rate"),
+        "collection_fps": last.get("collection_fps"),
+        "learning_fps": last.get("learning_fps"),
+        "tensorboard": metrics.tensorboard,
+        "learning_curve": str(curve) if curve else None,
+        "eval": evaluation,
+    }
+    print(f"\n{cfg.task.name}: {label}, {cfg.num_envs} envs, {model.num_timesteps:,} env steps "
+          f"in {train_s:.0f} s" + (f" (run total {summary['train_seconds_total']:.0f} s)"
+                                   if ckpt else ""))
+    if last:
+        print(f"  training success    {last['success_rate']:.0%} (last "
+              f"{len(model.ep_success_buffer or [])} episodes), return "
+              f"{last['episode_return']:.1f}")
+        print(f"  steps/s             {last['fps']:.0f} (collection "
+              f"{last['collection_fps']:.0f}, learning {last['learning_fps']:.0f})")
+    if evaluation is not None:
+        print(f"  eval success        {evaluation['success_rate']:.0%} of "
+              f"{evaluation['episodes']} episodes (deterministic policy)")
+        if evaluation["video"]:
+            print(f"  eval video          {evaluation['video']}")
+        elif evaluation["render_error"]:
+            print(f"  eval video          not written: {evaluation['render_error']}")
+    print(f"  run folder          {run_dir}")
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    return summary
+
+
+def _has_progress_bar() -> bool:
+    try:
+        import rich  # noqa: F401  (SB3's progress bar needs tqdm and rich)
+        import tqdm  # noqa: F401
+    except ImportError:
+        return False
+    return True
