@@ -21,7 +21,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 
-extras=${EMBODIED_EXTRAS:-dev}
+extras=${EMBODIED_EXTRAS:-dev,vlm}
 stamp=.venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)-${extras//,/_}
 if [ ! -f "$stamp" ]; then
     echo "[bootstrap] installing the project into .venv (extras: $extras; log: .venv/install.log)"

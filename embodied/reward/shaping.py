@@ -1,0 +1,209 @@
+"""From progress to RL reward: potential-based shaping and the reward modes.
+
+Potential-based shaping (Ng, Harada & Russell 1999) adds
+``F(s, s') = gamma * phi(s') - phi(s)`` to the reward, with ``phi`` = the reward
+model's progress. Summed over an episode it telescopes to
+``gamma^T phi(s_T) - phi(s_0)``, so it changes no policy's ranking as long as the
+potential of a terminal state is the same for every policy.
+
+Terminal-state convention (``terminal_potential``):
+
+- ``"zero"`` (default): when an episode is *terminated* (the MDP really ended: the
+  robot fell, the cube left the workspace), ``phi(s_T) = 0``. This is Ng et al.'s
+  condition for episodic tasks (an absorbing state's potential must be 0; see also
+  Grzes 2017, "Reward shaping in episodic reinforcement learning"): with it the
+  shaped return of every terminated episode is ``r_return - phi(s_0)``, so the
+  optimal policy is unchanged, and ending an episode early never pays by itself:
+  the last transition gives back ``-phi(s_{T-1})``, the progress earned so far.
+- ``"final"``: ``phi(s_T)`` = the model's progress of the terminal state. Not policy
+  invariant (it pays ``gamma * phi(s_T)`` for ending in a high-progress state); offered
+  for tasks that terminate *on success* and are trained with ``mode='prm'`` alone,
+  where ``"zero"`` would make succeeding worth nothing.
+
+*Truncated* episodes (time limits) are not terminal: the learner bootstraps from
+``V(s_T)``, so the shaping term keeps the terminal state's real potential,
+``gamma * phi(s_T) - phi(s_{T-1})``, whatever ``terminal_potential`` says.
+
+Auto-reset: ``env.step`` returns the first observation of the next episode for
+envs that finished. Shaping therefore needs two potentials at a boundary:
+``phi_final`` (of the terminal state, for the last transition) and ``phi_obs`` (of the
+returned observation, which becomes ``phi(s)`` of the next transition). With
+``SimProgressReward``, ``info["progress"]`` is the terminal state's progress; a
+frame model sees only the post-reset frames, so for it ``phi_final`` is unknown at
+truncations and ``PotentialShaping`` falls back to ``phi(s_{T-1})`` there (a bias of
+``-(1 - gamma) phi(s_{T-1})`` on one step per episode) unless the caller passes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import torch
+
+TerminalPotential = Literal["zero", "final"]
+RewardMode = Literal["sparse", "prm", "prm+sparse", "oracle"]
+REWARD_MODES: tuple[str, ...] = ("sparse", "prm", "prm+sparse", "oracle")
+
+
+def shaping_term(phi: torch.Tensor, phi_next: torch.Tensor, terminated: torch.Tensor,
+                 gamma: float, terminal_potential: TerminalPotential = "zero") -> torch.Tensor:
+    """``F = gamma * phi(s') - phi(s)`` [B]; ``phi(s') = 0`` where terminated (if "zero").
+
+    ``phi_next`` is the potential of the state the transition reached (for a finished
+    env: its terminal state, not the next episode's first state).
+    """
+    if terminal_potential not in ("zero", "final"):
+        raise ValueError(f"terminal_potential must be 'zero' or 'final', got "
+                         f"'{terminal_potential}'")
+    phi_next = phi_next.to(phi.dtype)
+    if terminal_potential == "zero":
+        phi_next = torch.where(terminated.bool(), torch.zeros_like(phi_next), phi_next)
+    return gamma * phi_next - phi
+
+
+def shape(reward: torch.Tensor, phi: torch.Tensor, phi_next: torch.Tensor,
+          terminated: torch.Tensor, gamma: float,
+          terminal_potential: TerminalPotential = "zero") -> torch.Tensor:
+    """Shaped reward ``r + gamma * phi(s') - phi(s)`` [B] (see ``shaping_term``)."""
+    return reward + shaping_term(phi, phi_next, terminated, gamma, terminal_potential)
+
+
+class PotentialShaping:
+    """Shaping over a batched rollout: remembers ``phi(s_t)`` of every env across steps.
+
+    Usage with any reward model::
+
+        shaping = PotentialShaping(gamma=0.99)
+        shaping.reset(phi_of(env.reset()))
+        obs, r, term, trunc, info = env.step(a)
+        f = shaping.step(phi_obs=phi_of(obs), terminated=term, truncated=trunc,
+                         phi_final=..., diverged=info["diverged"])
+    """
+
+    def __init__(self, gamma: float, terminal_potential: TerminalPotential = "zero") -> None:
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+        if terminal_potential not in ("zero", "final"):
+            raise ValueError(f"terminal_potential must be 'zero' or 'final', got "
+                             f"'{terminal_potential}'")
+        self.gamma = float(gamma)
+        self.terminal_potential: TerminalPotential = terminal_potential
+        self.phi: torch.Tensor | None = None
+
+    def reset(self, phi0: torch.Tensor) -> None:
+        """Start every env's episode at potential ``phi0`` [B] (of ``env.reset()``'s obs)."""
+        self.phi = phi0.detach().clone().float()
+
+    def step(self, phi_obs: torch.Tensor, terminated: torch.Tensor, truncated: torch.Tensor,
+             phi_final: torch.Tensor | None = None,
+             diverged: torch.Tensor | None = None) -> torch.Tensor:
+        """The shaping term F [B] of this step's transitions; add it to the base reward.
+
+        ``phi_obs``: potential of the observations ``env.step`` returned (for finished envs:
+        the next episode's first state). ``phi_final``: [B] potential of the terminal
+        states, read where ``terminated | truncated`` (for ``SimProgressReward``:
+        ``info["progress"]``); if None, terminated envs need none under "zero" and
+        truncated ones fall back to ``phi(s_{T-1})`` (see the module docstring).
+        ``diverged``: envs whose simulation blew up; their F is 0 (their state is junk).
+        """
+        if self.phi is None:
+            raise RuntimeError("PotentialShaping.step() before reset(phi0)")
+        phi_obs = phi_obs.detach().float().to(self.phi.device)
+        terminated = terminated.bool().to(self.phi.device)
+        done = terminated | truncated.bool().to(self.phi.device)
+        # Without phi_final: phi(s_{T-1}) stands in (terminated envs get 0 under "zero").
+        final = self.phi if phi_final is None else phi_final.detach().float().to(self.phi.device)
+        phi_next = torch.where(done, final, phi_obs)
+        f = shaping_term(self.phi, phi_next, terminated, self.gamma, self.terminal_potential)
+        if diverged is not None:
+            f = torch.where(diverged.bool().to(f.device), torch.zeros_like(f), f)
+        self.phi = phi_obs  # done envs: the new episode's first state
+        return f
+
+
+def combine_rewards(mode: RewardMode, env_reward: torch.Tensor, success: torch.Tensor,
+                    shaping: torch.Tensor | None = None, sparse_weight: float = 1.0,
+                    prm_weight: float = 1.0) -> torch.Tensor:
+    """The RL reward [B] of a reward mode.
+
+    - ``sparse``: ``sparse_weight * success``. ``info["reward_terms"]`` only holds batch
+      means, so the env's own success term cannot be read per env; the sparse reward is
+      recomputed from ``info["success"]`` (1 on every step the task's success condition
+      holds, e.g. the reach target within 4 cm; the tasks' own "success" terms weigh 10).
+    - ``prm``: ``prm_weight * F`` (the shaping term alone).
+    - ``prm+sparse``: sparse + ``prm_weight * F`` (policy invariant w.r.t. sparse).
+    - ``oracle``: the env's hand-designed dense reward (all task reward terms).
+    """
+    if mode not in REWARD_MODES:
+        raise ValueError(f"unknown reward mode '{mode}'; choose one of {list(REWARD_MODES)}")
+    if mode == "oracle":
+        return env_reward.float()
+    sparse = sparse_weight * success.float().to(env_reward.device)
+    if mode == "sparse":
+        return sparse
+    if shaping is None:
+        raise ValueError(f"reward mode '{mode}' needs the shaping term (a reward model's "
+                         "progress through PotentialShaping)")
+    prm = prm_weight * shaping.float().to(env_reward.device)
+    return prm if mode == "prm" else sparse + prm
+
+
+class RewardMixer:
+    """A reward mode plus its shaping state: what a learner calls once per env step.
+
+    ``needs_progress`` says whether the caller must run a reward model at all
+    (``sparse`` and ``oracle`` do not).
+    """
+
+    def __init__(self, mode: RewardMode = "sparse", gamma: float = 0.99,
+                 terminal_potential: TerminalPotential = "zero", sparse_weight: float = 1.0,
+                 prm_weight: float = 1.0) -> None:
+        if mode not in REWARD_MODES:
+            raise ValueError(f"unknown reward mode '{mode}'; choose one of {list(REWARD_MODES)}")
+        self.mode: RewardMode = mode
+        self.sparse_weight = sparse_weight
+        self.prm_weight = prm_weight
+        self.shaping = PotentialShaping(gamma, terminal_potential)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], gamma: float | None = None) -> RewardMixer:
+        """From a ``configs/reward/*.yaml`` config; ``gamma: null`` there takes ``gamma``."""
+        g = cfg.get("gamma")
+        g = gamma if g is None else g
+        if g is None:
+            raise ValueError("reward.gamma is null: pass the learner's discount (algo.gamma)")
+        return cls(mode=cfg.get("mode", "sparse"), gamma=float(g),
+                   terminal_potential=cfg.get("terminal_potential", "zero"),
+                   sparse_weight=float(cfg.get("sparse_weight", 1.0)),
+                   prm_weight=float(cfg.get("prm_weight", 1.0)))
+
+    @property
+    def needs_progress(self) -> bool:
+        """True when the mode reads a reward model's progress."""
+        return self.mode in ("prm", "prm+sparse")
+
+    def reset(self, phi0: torch.Tensor | None = None) -> None:
+        """Start episodes; ``phi0`` [B] is needed when ``needs_progress``."""
+        if self.needs_progress:
+            if phi0 is None:
+                raise ValueError(f"reward mode '{self.mode}' needs reset(phi0)")
+            self.shaping.reset(phi0)
+
+    def __call__(self, env_reward: torch.Tensor, terminated: torch.Tensor,
+                 truncated: torch.Tensor, info: Mapping[str, Any],
+                 phi_obs: torch.Tensor | None = None,
+                 phi_final: torch.Tensor | None = None) -> torch.Tensor:
+        """The RL reward [B] of one env step (see ``combine_rewards`` and ``PotentialShaping``)."""
+        f = None
+        if self.needs_progress:
+            if phi_obs is None:
+                raise ValueError(f"reward mode '{self.mode}' needs phi_obs (the reward "
+                                 "model's progress of the returned observations)")
+            f = self.shaping.step(phi_obs, terminated, truncated, phi_final,
+                                  info.get("diverged"))
+        success = info["success"].bool()
+        if info.get("diverged") is not None:  # the env zeroes their reward too
+            success = success & ~info["diverged"].bool()
+        return combine_rewards(self.mode, env_reward, success, f,
+                               self.sparse_weight, self.prm_weight)
