@@ -1,0 +1,448 @@
+"""PPO: our learner against stable-baselines3, time to 95% success, in one run.
+
+Sections (one function per task; each returns a JSON-ready dict):
+
+* ``panda_reach``: (a) ours, embodied PPO with the shipped panda_reach settings
+  (configs/algo/ppo/panda_reach.yaml); (b) SB3 PPO with its documented defaults
+  (n_steps 2048 per env, batch 64, 10 epochs, lr 3e-4, 64-64 tanh) on 8 envs, the
+  peers' setting in DESIGN.md; (c) SB3 PPO tuned to our settings (same num_envs,
+  rollout length, minibatch size, epochs, lr, gamma, lambda, clips, loss weights,
+  networks, initial action std). All run through the same batched env (SB3 through
+  ``SB3VecEnv`` + ``VecNormalize`` for observations, as ours normalises them) and
+  are evaluated the same way: the deterministic policy on the same fixed
+  ``EVAL_EPISODES`` episodes (one per env, reseeded each time), every
+  ``EVAL_EVERY_STEPS`` env steps (at the next update boundary). Training wall-clock
+  excludes evaluation time (reported separately). Ours trains until 95% or its
+  budget; each SB3 contender gets ``SB3_FACTOR`` x ours' time to 95% (capped by
+  ``sb3_cap_s``). ``ratio_vs_sb3`` = SB3 time to 95% / ours; if SB3 never reached it,
+  ``ratio_vs_sb3_lower_bound`` = SB3's budget / ours. Also the throughput split of
+  ours (collection vs learning steps/s) against raw env stepping in the same run,
+  and a PNG of success against wall-clock (bench/results/ppo_panda_reach.png).
+* ``panda_push`` and ``go2_walk``: hooks for the per-task settings being tuned
+  (configs/algo/ppo/<task>.yaml); skipped with the reason recorded when that file
+  does not exist. panda_push: deterministic success after a fixed budget with the
+  task's dense (oracle) reward. go2_walk: velocity tracking error and distance
+  walked under a constant 0.5 m/s forward command
+  (embodied.locomotion_eval.evaluate_velocity_tracking).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+import torch
+from common import RESULTS, parse_args, rate, write_result
+from omegaconf import DictConfig, OmegaConf
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
+
+from embodied.config import config_dir, load_config
+from embodied.rl import OnPolicyRunner, PPOConfig
+from embodied.rl.evaluate import evaluate
+from embodied.sb3_train import build_model, sb3_policy, wrap_env
+from embodied.train import make_train_env
+from sim.adapters.sb3_vec import SB3VecEnv
+
+TARGET = 0.95
+EVAL_SEED = 12_345
+SB3_FACTOR = 10.0  # SB3 contenders get this many times ours' time to 95% ...
+# budget_s: ours' training budget; sb3_cap_s: the cap on each SB3 contender's budget (the
+# full run then fits in ~25 min); hook_*: the panda_push/go2_walk sections (quick: fewer envs).
+FULL = {"budget_s": 600.0, "sb3_cap_s": 480.0, "eval_episodes": 64, "eval_every_iterations": 5,
+        "hook_budget_s": 120.0, "hook_eval_episodes": 64, "hook_overrides": [],
+        "go2_eval_seconds": 10.0, "raw_seconds": 3.0}
+QUICK = {"budget_s": 5.0, "sb3_cap_s": 5.0, "eval_episodes": 16, "eval_every_iterations": 2,
+         "hook_budget_s": 1.0, "hook_eval_episodes": 4, "hook_overrides": ["num_envs=32"],
+         "go2_eval_seconds": 1.5, "raw_seconds": 0.3}
+Policy = Callable[[torch.Tensor], torch.Tensor]
+
+
+# ------------------------------------------------------------------ helpers
+def train_cfg(task: str, *overrides: str) -> DictConfig:
+    """``embodied train task=<task>``'s composed config (per-task PPO settings included)."""
+    return load_config("train", [f"task={task}", "progress=false", *overrides])
+
+
+class Probe:
+    """Deterministic success on a fixed set of episodes; accumulates its own wall-clock."""
+
+    def __init__(self, cfg: DictConfig, episodes: int):
+        self.env = make_train_env(cfg, episodes, EVAL_SEED)
+        self.seconds = 0.0
+
+    def __call__(self, policy: Policy) -> float:
+        start = time.perf_counter()
+        self.env.reset(seed=EVAL_SEED)  # the same episodes every time (evaluate resets again)
+        success = evaluate(policy, self.env)["success_rate"]
+        self.seconds += time.perf_counter() - start
+        return float(success)
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def contender_result(curve: list[tuple[float, int, float]], budget_s: float, train_s: float,
+                     env_steps: int, eval_s: float, **extra: Any) -> dict[str, Any]:
+    """The per-contender JSON: time/steps to 95% (None if not reached), best, the curve."""
+    hit = next((c for c in curve if c[2] >= TARGET), None)
+    return {
+        "wall_s_to_95": round(hit[0], 2) if hit else None,
+        "env_steps_to_95": hit[1] if hit else None,
+        "best_success": max((c[2] for c in curve), default=None),
+        "success_curve": [(round(w, 2), s, round(ok, 4)) for w, s, ok in curve],
+        "budget_s": round(budget_s, 1),
+        "train_wall_s": round(train_s, 2),
+        "env_steps": env_steps,
+        "eval_wall_s": round(eval_s, 2),
+        **extra,
+    }
+
+
+class _Rows:
+    """A MetricsLogger stand-in that keeps the runner's rows in memory."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def log(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+
+
+def run_ours(cfg: DictConfig, budget_s: float, eval_every: int, probe: Probe,
+             target: float | None = TARGET) -> tuple[dict[str, Any], OnPolicyRunner]:
+    """Our PPO until ``target`` deterministic success (None: the config's iterations) or budget."""
+    torch.set_num_threads(int(cfg.torch_threads))
+    env = make_train_env(cfg, int(cfg.num_envs), int(cfg.seed))
+    algo = PPOConfig.from_dict(OmegaConf.to_container(cfg.algo, resolve=True))
+    sink, curve = _Rows(), []
+    with tempfile.TemporaryDirectory() as tmp:
+        runner = OnPolicyRunner(env, algo, tmp, seed=int(cfg.seed), save_interval=0,
+                                progress=False)
+        while True:  # one iteration at a time, so the budget stops within an iteration
+            runner.learn(runner.iteration + 1, sink)
+            over = (runner.wall_time >= budget_s
+                    or runner.iteration >= int(cfg.max_iterations))
+            if runner.iteration % eval_every == 0 or over:
+                curve.append((runner.wall_time, runner.global_step, probe(runner.policy)))
+                print(f"  ours: {curve[-1]}", flush=True)
+                if target is not None and curve[-1][2] >= target:
+                    break
+            if over:
+                break
+    env.close()
+    rows = sink.rows
+    collect_s = sum(r["collection_s"] for r in rows)
+    learn_s = sum(r["learning_s"] for r in rows)
+    steps = runner.global_step
+    result = contender_result(
+        curve, budget_s, runner.wall_time, steps, probe.seconds, num_envs=int(cfg.num_envs),
+        iterations=runner.iteration,
+        collection_steps_per_s=round(steps / collect_s) if collect_s else None,
+        learning_steps_per_s=round(steps / learn_s) if learn_s else None,
+        learning_time_fraction=round(learn_s / (collect_s + learn_s), 3) if rows else None)
+    return result, runner
+
+
+class _SB3Probe(BaseCallback):
+    """Evaluates at update boundaries every ``every`` env steps; stops at 95% or the budget.
+
+    SB3 calls ``_on_rollout_start`` after each update; the clock pauses for evaluations.
+    Collection (rollout start to end) and learning (the rest) are timed separately.
+    """
+
+    def __init__(self, probe: Probe, budget_s: float, every: int):
+        super().__init__()
+        self.probe, self.budget_s, self.every = probe, budget_s, every
+        self.curve: list[tuple[float, int, float]] = []
+        self.collect_s = self.learn_s = 0.0
+        self._mark = 0.0
+        self._stop = False
+        self._last_eval = 0
+
+    def _on_training_start(self) -> None:
+        self._mark = time.perf_counter()
+
+    @property
+    def train_s(self) -> float:
+        return self.collect_s + self.learn_s
+
+    def _on_rollout_start(self) -> None:
+        now = time.perf_counter()
+        if self.num_timesteps:  # after an update
+            self.learn_s += now - self._mark
+            if self.num_timesteps - self._last_eval >= self.every:
+                self._last_eval = self.num_timesteps
+                success = self.probe(sb3_policy(self.model, self.model.get_env()))
+                self.curve.append((self.train_s, self.num_timesteps, success))
+                print(f"  sb3: {self.curve[-1]}", flush=True)
+                self._stop = success >= TARGET
+            self._stop = self._stop or self.train_s >= self.budget_s
+        self._mark = time.perf_counter()
+
+    def _on_rollout_end(self) -> None:
+        now = time.perf_counter()
+        self.collect_s += now - self._mark
+        self._mark = now
+
+    def _on_step(self) -> bool:
+        return not self._stop
+
+
+def sb3_ppo_config(hyperparams: dict[str, Any], policy_kwargs: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """An ``algo`` dict for :func:`embodied.sb3_train.build_model` (SB3 PPO)."""
+    return {"name": "sb3_ppo", "normalize_obs": True, "normalize_reward": False,
+            "clip_obs": 10.0, "hyperparams": hyperparams, "policy_kwargs": policy_kwargs}
+
+
+def sb3_defaults(quick: bool) -> dict[str, Any]:
+    """SB3 PPO's documented defaults (quick: n_steps 256, so a rollout fits the smoke run)."""
+    base = load_config("train", ["algo=sb3_ppo"]).algo
+    algo = OmegaConf.to_container(base, resolve=True)
+    if quick:
+        algo["hyperparams"]["n_steps"] = 256
+    return algo
+
+
+def sb3_tuned(cfg: DictConfig) -> dict[str, Any]:
+    """SB3 PPO with our settings: rollout, minibatches, epochs, lr, losses, networks, std."""
+    a = cfg.algo
+    batch = int(cfg.num_envs) * int(a.num_steps)
+    if a.schedule != "fixed":
+        print(f"note: our lr schedule is {a.schedule!r}; SB3 has no KL-adaptive lr: fixed lr")
+    return sb3_ppo_config(
+        {"learning_rate": float(a.learning_rate), "n_steps": int(a.num_steps),
+         "batch_size": batch // int(a.num_mini_batches), "n_epochs": int(a.num_epochs),
+         "gamma": float(a.gamma), "gae_lambda": float(a.lam), "clip_range": float(a.clip),
+         "clip_range_vf": float(a.value_clip), "ent_coef": float(a.entropy_coef),
+         "vf_coef": float(a.value_loss_coef), "max_grad_norm": float(a.max_grad_norm),
+         "normalize_advantage": True},
+        {"net_arch": {"pi": list(a.actor_hidden), "vf": list(a.critic_hidden)},
+         "activation_fn": str(a.activation), "log_std_init": math.log(float(a.init_noise_std))})
+
+
+def run_sb3(cfg: DictConfig, algo: dict[str, Any], num_envs: int, budget_s: float,
+            every: int, probe: Probe) -> dict[str, Any]:
+    """One SB3 PPO contender on ``num_envs`` envs of the task, evaluated like ours."""
+    torch.set_num_threads(int(cfg.torch_threads))
+    env = wrap_env(SB3VecEnv(make_train_env(cfg, num_envs, int(cfg.seed))), algo)
+    model = build_model(algo, env, int(cfg.seed))
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    callback = _SB3Probe(probe, budget_s, every)
+    model.learn(total_timesteps=10**12, callback=callback)
+    env.close()
+    steps = int(model.num_timesteps)
+    c, learn = callback.collect_s, callback.learn_s
+    return contender_result(
+        callback.curve, budget_s, callback.train_s, steps, probe.seconds, num_envs=num_envs,
+        hyperparams={k: v for k, v in algo["hyperparams"].items() if v is not None},
+        policy_kwargs={k: v for k, v in (algo.get("policy_kwargs") or {}).items()
+                       if v is not None},
+        collection_steps_per_s=round(steps / c) if c else None,
+        learning_steps_per_s=round(steps / learn) if learn else None,
+        learning_time_fraction=round(learn / (c + learn), 3) if c + learn else None)
+
+
+def raw_env_rate(cfg: DictConfig, num_envs: int, seconds: float) -> float:
+    """Env steps/s of the task's batched env, zero actions (as bench/sim_throughput.py)."""
+    env = make_train_env(cfg, num_envs, int(cfg.seed))
+    env.reset()
+    actions = torch.zeros(num_envs, env.action_dim)
+    value = rate(lambda: env.step(actions), num_envs, seconds)
+    env.close()
+    return value
+
+
+def plot_contenders(results: dict[str, dict[str, Any]], path: Path, title: str) -> Path:
+    """Deterministic success against training wall-clock, one line per contender."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.6), dpi=120)
+    for name, res in results.items():
+        curve = res["success_curve"]
+        if curve:
+            ax.plot([c[0] for c in curve], [c[2] for c in curve], marker=".", lw=1.4,
+                    label=f"{name} ({res['num_envs']} envs)")
+    ax.axhline(TARGET, color="gray", ls="--", lw=1, label=f"{TARGET:.0%}")
+    ax.set_xscale("log")  # every point is after at least one iteration: wall > 0
+    ax.set_xlabel("training wall-clock [s] (evaluation excluded)")
+    ax.set_ylabel("deterministic success")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+# ----------------------------------------------------------------- sections
+def panda_reach(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
+    """Ours vs SB3 defaults vs SB3 tuned: time and env steps to 95% deterministic success."""
+    cfg = train_cfg("panda_reach")
+    iter_steps = int(cfg.num_envs) * int(cfg.algo.num_steps)
+    every = s["eval_every_iterations"] * iter_steps
+    n = int(cfg.num_envs)
+    raw = {n: round(raw_env_rate(cfg, n, s["raw_seconds"])), 8: None}
+    raw_before = raw[n]
+    raw[8] = round(raw_env_rate(cfg, 8, s["raw_seconds"]))
+    print(f"raw env steps/s: {raw}", flush=True)
+
+    probe = Probe(cfg, s["eval_episodes"])
+    print("ours", flush=True)
+    ours, _ = run_ours(cfg, s["budget_s"], s["eval_every_iterations"], probe)
+    # Raw stepping again right after ours' training: the machine is shared, so the ratio
+    # uses the mean of the two measurements around it (both are reported).
+    raw_after = round(raw_env_rate(cfg, n, s["raw_seconds"]))
+    raw[n] = round((raw_before + raw_after) / 2)
+    ours_s = ours["wall_s_to_95"] or ours["train_wall_s"]
+    sb3_budget = min(SB3_FACTOR * ours_s, s["sb3_cap_s"])
+    contenders = {"ours": ours}
+    for name, algo, num_envs in (
+            ("sb3_default", sb3_defaults(quick), 8),
+            ("sb3_tuned", sb3_tuned(cfg), int(cfg.num_envs))):
+        print(name, flush=True)
+        probe.seconds = 0.0
+        contenders[name] = run_sb3(cfg, algo, num_envs, sb3_budget, every, probe)
+    probe.close()
+
+    ratio, lower = {}, {}
+    for name in ("sb3_default", "sb3_tuned"):
+        res = contenders[name]
+        if ours["wall_s_to_95"] is None:  # ours did not reach 95% in its budget: no ratio
+            ratio[name] = None
+            lower[name] = None
+        elif res["wall_s_to_95"] is not None:
+            ratio[name] = round(res["wall_s_to_95"] / ours["wall_s_to_95"], 2)
+        else:
+            ratio[name] = None
+            lower[name] = round(res["train_wall_s"] / ours["wall_s_to_95"], 2)
+    ours_collect = ours["collection_steps_per_s"]
+    plot = plot_contenders(contenders, RESULTS / f"ppo_panda_reach{'.quick' if quick else ''}.png",
+                           f"panda_reach: deterministic success ({s['eval_episodes']} episodes) "
+                           f"vs training wall-clock")
+    return {
+        "contenders": contenders,
+        "ratio_vs_sb3": ratio,
+        "ratio_vs_sb3_lower_bound": lower,
+        "ratio_note": "SB3 time to 95% / ours; where SB3 never reached 95% within its budget, "
+                      "ratio_vs_sb3_lower_bound = SB3's training time (its budget) / ours "
+                      "(the true ratio is at least that)",
+        "sb3_budget_s": round(sb3_budget, 1),
+        "eval": {"episodes": s["eval_episodes"], "every_env_steps": every,
+                 "policy": "deterministic (mean action)", "seed": EVAL_SEED},
+        "throughput": {
+            "ours_collection_steps_per_s": ours_collect,
+            "ours_learning_steps_per_s": ours["learning_steps_per_s"],
+            "raw_env_steps_per_s": raw,
+            "raw_env_steps_per_s_before_after": [raw_before, raw_after],
+            "collection_vs_raw_env": round(ours_collect / raw[n], 3) if ours_collect else None,
+            "learning_vs_collection": round(ours["learning_steps_per_s"] / ours_collect, 3)
+            if ours_collect else None,
+            "note": f"raw: the same batched env stepped with zero actions, no policy ({n} envs: "
+                    "mean of a measurement before and after ours' training; 8 envs: before); "
+                    "collection adds policy inference, observation normalisation and GAE",
+        },
+        "plot": str(plot),
+    }
+
+
+def _per_task_config(task: str) -> Path:
+    return config_dir() / "algo" / "ppo" / f"{task}.yaml"
+
+
+def _skipped(task: str) -> dict[str, Any] | None:
+    path = _per_task_config(task)
+    if not path.exists():
+        return {"skipped": f"{path.relative_to(config_dir().parent)} does not exist (the "
+                           f"per-task PPO settings are not shipped yet): no numbers"}
+    return None
+
+
+def _train_fixed_budget(task: str, s: dict[str, Any]) -> tuple[dict[str, Any], OnPolicyRunner,
+                                                                DictConfig]:
+    """Our PPO with the task's shipped settings: its max_iterations, capped by the budget."""
+    cfg = train_cfg(task, *s["hook_overrides"])
+    probe = Probe(cfg, s["hook_eval_episodes"])
+    iters = max(1, int(cfg.max_iterations) // 10)  # ~10 evaluations over the config's budget
+    result, runner = run_ours(cfg, s["hook_budget_s"], iters, probe, target=None)
+    probe.close()
+    result.update(config=str(_per_task_config(task).relative_to(config_dir().parent)),
+                  config_iterations=int(cfg.max_iterations),
+                  stopped_by="time budget" if runner.iteration < int(cfg.max_iterations)
+                  else "config iterations")
+    return result, runner, cfg
+
+
+def panda_push(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
+    """Hook: deterministic success after a fixed budget, the task's dense (oracle) reward."""
+    if skipped := _skipped("panda_push"):
+        return skipped
+    result, _, _ = _train_fixed_budget("panda_push", s)
+    result["reward"] = "the task's dense (oracle) reward"
+    result["final_success"] = result["success_curve"][-1][2] if result["success_curve"] else None
+    return result
+
+
+def go2_walk(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
+    """Hook: tracking error and distance walked under a 0.5 m/s forward command."""
+    if skipped := _skipped("go2_walk"):
+        return skipped
+    try:
+        from embodied.locomotion_eval import evaluate_velocity_tracking
+    except ImportError as err:
+        return {"skipped": f"embodied.locomotion_eval not available ({err}): no numbers"}
+    result, runner, cfg = _train_fixed_budget("go2_walk", s)
+    env = make_train_env(cfg, s["hook_eval_episodes"], EVAL_SEED)
+    try:
+        tracking = evaluate_velocity_tracking(runner.policy, env, command=(0.5, 0.0, 0.0),
+                                              seconds=s["go2_eval_seconds"], seed=EVAL_SEED)
+    except (AttributeError, TypeError, ValueError) as err:  # the eval's or task's API moved
+        tracking = {"skipped": f"velocity-tracking eval failed: {type(err).__name__}: {err}"}
+    finally:
+        env.close()
+    tracking.pop("per_env", None)
+    result["tracking"] = tracking
+    return result
+
+
+SECTIONS: dict[str, Callable[[bool, dict[str, Any]], dict[str, Any]]] = {
+    "panda_reach": panda_reach,
+    "panda_push": panda_push,
+    "go2_walk": go2_walk,
+}
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0])
+    settings = QUICK if args.quick else FULL
+    figures: dict[str, Any] = {"settings": settings, "target_success": TARGET,
+                               "sb3_factor": SB3_FACTOR}
+    start = time.perf_counter()
+    for name, section in SECTIONS.items():
+        print(f"== {name}", flush=True)
+        t = time.perf_counter()
+        figures[name] = section(args.quick, settings)
+        figures[name]["section_wall_s"] = round(time.perf_counter() - t, 1)
+    figures["total_wall_s"] = round(time.perf_counter() - start, 1)
+    np.set_printoptions(precision=3)
+    write_result("ppo", args.quick, figures)
+
+
+if __name__ == "__main__":
+    main()
