@@ -1,6 +1,12 @@
 # The two commands of the README. Both (re)create .venv as needed.
-.PHONY: demo test lint bench-quick
+.PHONY: train demo test bench-quick
 
+# The main job: PPO on panda_reach on the CPU (C MuJoCo), ~3 min on 2 cores.
+train:
+	@scripts/bootstrap.sh
+	@.venv/bin/embodied train task=panda_reach
+
+# Scripted-expert rollouts of panda_pick_place to an MP4 (all camera views).
 demo:
 	@scripts/bootstrap.sh
 	@.venv/bin/embodied demo

@@ -30,14 +30,76 @@ def sim_throughput(r: dict) -> str:
     return "\n".join(lines)
 
 
-TABLES = {"sim_throughput": sim_throughput}
+def _fmt(value, unit: str = "") -> str:
+    return "not reached" if value is None else f"{value:,}{unit}"
 
 
-def main() -> None:
+def ppo(r: dict) -> str:
+    reach = r["panda_reach"]
+    lines = ["| panda_reach contender | envs | time to 95% | env steps to 95% | best success "
+             "| collection / learning steps/s |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name, c in reach["contenders"].items():
+        lines.append(f"| {name} | {c['num_envs']} | {_fmt(c['wall_s_to_95'], ' s')} | "
+                     f"{_fmt(c['env_steps_to_95'])} | {c['best_success']:.0%} | "
+                     f"{c['collection_steps_per_s']:,} / {c['learning_steps_per_s']:,} |")
+    ratios = [f"{k}: {v:.1f}x" for k, v in reach["ratio_vs_sb3"].items() if v is not None]
+    bounds = [f"{k}: >= {v:.1f}x (never reached 95% within {reach['sb3_budget_s']:.0f} s)"
+              for k, v in reach.get("ratio_vs_sb3_lower_bound", {}).items()]
+    lines += ["", "Time to 95% of SB3 over ours: " + "; ".join(ratios + bounds) + "."]
+    for task in ("panda_push", "go2_walk"):
+        t = r.get(task)
+        if not t or "train_wall_s" not in t:
+            continue
+        extra = ""
+        if "tracking" in t:
+            tr = t["tracking"]
+            extra = (f", under a {tr['command'][0]} m/s forward command: "
+                     f"{tr['forward_distance_m']:.2f} m in {tr['seconds']:.0f} s, tracking error "
+                     f"{tr['lin_vel_error_mps']:.2f} m/s, fall rate {tr['fall_rate']:.0%}")
+        lines.append(f"- {task}: {t['best_success']:.0%} success after {t['env_steps']:,} env "
+                     f"steps ({t['train_wall_s']:.0f} s){extra}.")
+    lines += ["", f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
+              f"`{r['command']}`; curves: `bench/results/ppo_panda_reach.png`)"]
+    return "\n".join(lines)
+
+
+TABLES = {"sim_throughput": sim_throughput, "ppo": ppo}
+
+
+TITLES = {
+    "sim_throughput": "Simulation throughput (`python bench/sim_throughput.py`)",
+    "ppo": "PPO against stable-baselines3 (`python bench/ppo.py`)",
+}
+README = Path(__file__).resolve().parent.parent / "README.md"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def render() -> str:
+    """All tables, one section per benchmark with a full-run JSON."""
+    parts = []
     for name, fn in TABLES.items():
         path = RESULTS / f"{name}.json"
         if path.exists():
-            print(f"### {name}\n\n{fn(json.loads(path.read_text()))}\n")
+            parts.append(f"#### {TITLES[name]}\n\n{fn(json.loads(path.read_text()))}\n")
+    return "\n".join(parts)
+
+
+def main() -> None:
+    """Print the tables; with --write-readme, replace the README's generated section."""
+    import sys
+
+    tables = render()
+    if "--write-readme" not in sys.argv:
+        print(tables)
+        return
+    text = README.read_text()
+    if START not in text or END not in text:
+        raise SystemExit(f"README.md has no {START} ... {END} section to fill")
+    head, rest = text.split(START, 1)
+    tail = rest.split(END, 1)[1]
+    README.write_text(f"{head}{START}\n{tables}{END}{tail}")
+    print(f"updated {README}")
 
 
 if __name__ == "__main__":
