@@ -28,6 +28,10 @@ the robot's foot sites enlarged to 3 cm; trunk and thighs: new sites around
 their collision geoms). Joint torques are estimated from the PD law and
 ``ctrl`` with the nominal gains (SimState exposes no actuator force).
 
+Commands: vx in [-1, 1] m/s, vy in [-0.3, 0.3] m/s, yaw rate in [-0.5, 0.5] rad/s
+(:data:`COMMAND_LOW` / :data:`COMMAND_HIGH`; legged_gym samples vy +-0.5 and yaw +-1
+with a curriculum), 10 % of them zero (standing).
+
 Episode: 20 s (legged_gym's default): with commands resampled every 5-10 s an
 episode sees 2-4 commands, so transitions between commands are trained, and a
 fall costs a large share of the return.
@@ -62,8 +66,11 @@ RESET_HEIGHT = FEET_TOUCH_HEIGHT + 0.02  # clearance for the reset joint noise
 RESET_JOINT_NOISE = 0.1  # rad, uniform +-
 RESET_BASE_VEL = 0.2  # m/s and rad/s, uniform +- on each of the 6 base velocities
 
-COMMAND_LOW = (-1.0, -0.5, -1.0)  # vx m/s, vy m/s, yaw rate rad/s
-COMMAND_HIGH = (1.0, 0.5, 1.0)
+# vx m/s, vy m/s, yaw rate rad/s. Narrower than legged_gym's (vy +-0.5, yaw +-1.0): without
+# its terrain/command curriculum and with ~100x fewer env steps on 2 cores, the wide lateral
+# and turning commands slowed learning to walk forward; vx keeps the full +-1 m/s.
+COMMAND_LOW = (-1.0, -0.3, -0.5)
+COMMAND_HIGH = (1.0, 0.3, 0.5)
 STANDING_FRACTION = 0.1  # share of sampled commands that are zero
 RESAMPLE_S = (5.0, 10.0)  # per-env interval between command resamples
 
@@ -372,6 +379,19 @@ class Go2Walk(Task):
     def terminated(self) -> torch.Tensor:
         """Trunk on the ground, base below 0.15 m, or tilted beyond 1 rad."""
         return self.fallen.clone()
+
+    # -------------------------------------------------------------- commands
+    def set_command(self, env_ids: torch.Tensor, command, hold: bool = True) -> None:
+        """Command ``(vx, vy, yaw rate)`` (a 3-sequence or [n, 3]) to ``env_ids``.
+
+        With ``hold`` the command is kept until the env resets (no resampling); pushes
+        are unaffected (stop them with ``push_timer``). For evaluations and teleoperation.
+        """
+        env_ids = torch.as_tensor(env_ids, device=self.commands.device).flatten()
+        cmd = torch.as_tensor(command, dtype=torch.float64, device=self.commands.device)
+        self.commands[env_ids] = cmd.expand(len(env_ids), 3)
+        if hold:
+            self.command_timer[env_ids] = math.inf
 
     # ---------------------------------------------------------------- reset
     def _resample_commands(self, env_ids: torch.Tensor, gen: torch.Generator) -> None:

@@ -119,3 +119,18 @@ def test_trunk_and_thigh_touch_sensors(env):
     thighs = s.sensordata[1, t.thigh_touch]
     assert thighs[1] > 0 and thighs[3] > 0 and thighs[0] == 0 and thighs[2] == 0
     env.reset(seed=5)
+
+
+def test_set_command_holds_until_reset(env):
+    env.reset(seed=5)
+    t = env.task
+    t.set_command(torch.arange(N // 2), (0.5, 0.0, 0.0))
+    assert torch.equal(t.commands[: N // 2],
+                       torch.tensor([[0.5, 0.0, 0.0]], dtype=torch.float64).expand(N // 2, 3))
+    t.command_timer[N // 2:] = 0.0  # the others resample on the next step
+    env.step(torch.zeros(N, 12))
+    assert (t.commands[: N // 2, 0] == 0.5).all()
+    assert torch.isinf(t.command_timer[: N // 2]).all()
+    # The command is observed (velocity_command, no noise).
+    obs = env._observe(noise=True)
+    torch.testing.assert_close(obs[: N // 2, 9:12], t.commands[: N // 2].float())
