@@ -38,7 +38,7 @@ from embodied.config import save_config
 from embodied.plots import plot_learning_curve
 from embodied.rl.logger import MetricsLogger, read_metrics
 from embodied.rl.runner import CheckpointError
-from embodied.train import make_train_env, resume_config, run_eval
+from embodied.train import make_train_env, print_summary, resume_config, run_eval
 from sim.adapters.sb3_vec import SB3VecEnv
 
 _MODEL_RE = re.compile(r"model_(\d+)\.zip$")
@@ -393,22 +393,10 @@ def run_sb3_train(cfg: DictConfig) -> dict[str, Any]:
         "learning_curve": str(curve) if curve else None,
         "eval": evaluation,
     }
-    print(f"\n{cfg.task.name}: {label}, {cfg.num_envs} envs, {model.num_timesteps:,} env steps "
-          f"in {train_s:.0f} s" + (f" (run total {summary['train_seconds_total']:.0f} s)"
-                                   if ckpt else ""))
-    if last:
-        print(f"  training success    {last['success_rate']:.0%} (last "
-              f"{len(model.ep_success_buffer or [])} episodes), return "
-              f"{last['episode_return']:.1f}")
-        print(f"  steps/s             {last['fps']:.0f} (collection "
-              f"{last['collection_fps']:.0f}, learning {last['learning_fps']:.0f})")
-    if evaluation is not None:
-        print(f"  eval success        {evaluation['success_rate']:.0%} of "
-              f"{evaluation['episodes']} episodes (deterministic policy)")
-        if evaluation["video"]:
-            print(f"  eval video          {evaluation['video']}")
-        elif evaluation["render_error"]:
-            print(f"  eval video          not written: {evaluation['render_error']}")
+    print_summary(f"{cfg.task.name}: {label}, {cfg.num_envs} envs, {model.num_timesteps:,} env "
+                  f"steps in {train_s:.0f} s"
+                  + (f" (run total {summary['train_seconds_total']:.0f} s)" if ckpt else ""),
+                  last, len(model.ep_success_buffer or []), evaluation, run_dir)
     print(f"  run folder          {run_dir}")
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     return summary

@@ -22,7 +22,7 @@ from embodied.config import save_config
 from embodied.demo import env_kwargs
 from embodied.plots import plot_learning_curve
 from embodied.rl import OnPolicyRunner, PPOConfig
-from embodied.rl.evaluate import evaluate
+from embodied.rl.evaluate import evaluate_and_film
 from embodied.rl.logger import MetricsLogger, read_metrics
 from embodied.rl.runner import find_checkpoint
 from sim import make_env
@@ -93,37 +93,35 @@ def run_eval(cfg: DictConfig, policy: Callable[[torch.Tensor], torch.Tensor],
     ``policy(raw obs) -> action``: our :class:`ActorCritic` (put in eval mode) or any
     callable, e.g. an SB3 model's (embodied/sb3_train.py).
     """
-    from sim.render import tile_batch
-    from sim.video import write_mp4
-
     env = make_train_env(cfg, int(cfg.eval.num_envs), int(cfg.seed) + 10_000)
     if isinstance(policy, torch.nn.Module):
         policy.eval()
-    video_envs = min(int(cfg.eval.video_envs), env.num_envs)
-    cameras = list(cfg.eval.cameras or env.camera_names)
-    ids = torch.arange(video_envs)
-
-    def render() -> np.ndarray:
-        views = env.render(cameras, ids, int(cfg.eval.width), int(cfg.eval.height))
-        return tile_batch(views.numpy(), max_envs=video_envs)
-
-    frame_every = max(1, round(1.0 / (cfg.eval.fps * env.control_dt)))
-    result = evaluate(policy, env, render if video_envs else None, frame_every)
-    frames = result.pop("frames")
-    result["video"] = None
-    if frames and result["render_error"] is None:
-        try:
-            result["video"] = str(write_mp4(run_dir / "eval.mp4", np.stack(frames),
-                                            fps=int(cfg.eval.fps)))
-        except Exception as err:  # codec missing, disk full, ...
-            result["render_error"] = f"{type(err).__name__}: {err}"
-    try:
-        env.close()
-    except Exception as err:
-        result["render_error"] = result["render_error"] or f"close: {err}"
-    result["cameras"] = cameras
+    result = evaluate_and_film(
+        policy, env, run_dir / "eval.mp4", video_envs=int(cfg.eval.video_envs),
+        cameras=cfg.eval.cameras, width=int(cfg.eval.width), height=int(cfg.eval.height),
+        fps=int(cfg.eval.fps))
     (run_dir / "eval.json").write_text(json.dumps(result, indent=2))
     return result
+
+
+def print_summary(header: str, last: dict | None, n_episodes: int,
+                  evaluation: dict | None, run_dir: Path) -> None:
+    """The end-of-training summary every learner prints."""
+    print(f"\n{header}")
+    if last and n_episodes == 0:
+        print("  training success    no episode finished yet")
+    elif last:
+        print(f"  training success    {last['success_rate']:.0%} (last {n_episodes} "
+              f"episodes), return {last['episode_return']:.1f}")
+        print(f"  steps/s             {last['fps']:.0f} (collection {last['collection_fps']:.0f},"
+              f" learning {last['learning_fps']:.0f})")
+    if evaluation is not None:
+        print(f"  eval success        {evaluation['success_rate']:.0%} of "
+              f"{evaluation['episodes']} episodes (deterministic policy)")
+        if evaluation["video"]:
+            print(f"  eval video          {evaluation['video']}")
+        elif evaluation["render_error"]:
+            print(f"  eval video          not written: {evaluation['render_error']}")
 
 
 def run_train(cfg: DictConfig) -> dict[str, Any]:
@@ -187,21 +185,10 @@ def run_train(cfg: DictConfig) -> dict[str, Any]:
         "learning_curve": str(curve) if curve else None,
         "eval": evaluation,
     }
-    print(f"\n{cfg.task.name}: PPO, {cfg.num_envs} envs, {runner.iteration} iterations, "
-          f"{runner.global_step:,} env steps in {train_s:.0f} s"
-          + (f" (run total {runner.wall_time:.0f} s)" if ckpt else ""))
-    if last:
-        print(f"  training success    {last['success_rate']:.0%} (last {len(runner.episodes)} "
-              f"episodes), return {last['episode_return']:.1f}")
-        print(f"  steps/s             {last['fps']:.0f} (collection {last['collection_fps']:.0f},"
-              f" learning {last['learning_fps']:.0f})")
-    if evaluation is not None:
-        print(f"  eval success        {evaluation['success_rate']:.0%} of "
-              f"{evaluation['episodes']} episodes (deterministic policy)")
-        if evaluation["video"]:
-            print(f"  eval video          {evaluation['video']}")
-        elif evaluation["render_error"]:
-            print(f"  eval video          not written: {evaluation['render_error']}")
+    print_summary(f"{cfg.task.name}: PPO, {cfg.num_envs} envs, {runner.iteration} iterations, "
+                  f"{runner.global_step:,} env steps in {train_s:.0f} s"
+                  + (f" (run total {runner.wall_time:.0f} s)" if ckpt else ""),
+                  last, len(runner.episodes), evaluation, run_dir)
     if not logger.tensorboard:
         print("  tensorboard         not installed: metrics in metrics.csv only")
     print(f"  run folder          {run_dir}")
