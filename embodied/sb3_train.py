@@ -37,7 +37,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from embodied.config import save_config
 from embodied.plots import plot_learning_curve
 from embodied.rl.logger import MetricsLogger, read_metrics
-from embodied.rl.runner import CheckpointError
+from embodied.rl.runner import CheckpointError, find_checkpoint
 from embodied.train import make_train_env, print_summary, resume_config, run_eval
 from sim.adapters.sb3_vec import SB3VecEnv
 
@@ -119,20 +119,6 @@ def sb3_policy(model: BaseAlgorithm, env: VecEnv | None = None
 
 
 # ------------------------------------------------------------- checkpoints
-def find_sb3_checkpoint(path: str | Path) -> Path:
-    """A ``model_*.zip`` file, or the newest one in a run folder (or its checkpoints/)."""
-    path = Path(path)
-    if path.is_file():
-        return path
-    folder = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-    found = sorted((int(m.group(1)), p) for p in folder.glob("model_*.zip")
-                   if (m := _MODEL_RE.search(p.name)))
-    if not found:
-        raise CheckpointError(f"no SB3 checkpoint found at {path} (expected a model_*.zip or "
-                              f"a run folder with checkpoints/model_*.zip)")
-    return found[-1][1]
-
-
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     write(tmp)
@@ -327,7 +313,7 @@ def run_sb3_train(cfg: DictConfig) -> dict[str, Any]:
     if cfg.resume is None:
         run_dir = Path(cfg.run_dir)
     else:
-        ckpt = find_sb3_checkpoint(cfg.resume)
+        ckpt = find_checkpoint(cfg.resume, suffix=".zip", what="SB3 checkpoint")
         run_dir = ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
         cfg = resume_config(_with_saved_algo(cfg, run_dir), run_dir)
     cfg = OmegaConf.merge(cfg, {"run_dir": str(run_dir)})

@@ -30,24 +30,27 @@ from embodied.rl.storage import RolloutStorage, bootstrap_time_outs
 from sim.protocol import BatchedEnv
 
 CHECKPOINT_FORMAT = 1
-_CKPT_RE = re.compile(r"model_(\d+)\.pt$")
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint that cannot be read or does not fit the run (names the file)."""
 
 
-def find_checkpoint(path: str | Path) -> Path:
-    """A checkpoint file, or the newest ``checkpoints/model_*.pt`` of a run folder."""
+def find_checkpoint(path: str | Path, suffix: str = ".pt", what: str = "checkpoint") -> Path:
+    """A checkpoint file, or the newest ``checkpoints/model_*<suffix>`` of a run folder.
+
+    ``suffix`` is ``.pt`` for our PPO and ``.zip`` for stable-baselines3 models.
+    """
     path = Path(path)
     if path.is_file():
         return path
     folder = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-    found = sorted((int(m.group(1)), p) for p in folder.glob("model_*.pt")
-                   if (m := _CKPT_RE.search(p.name)))
+    pattern = re.compile(rf"model_(\d+){re.escape(suffix)}$")
+    found = sorted((int(m.group(1)), p) for p in folder.glob(f"model_*{suffix}")
+                   if (m := pattern.search(p.name)))
     if not found:
-        raise CheckpointError(f"no checkpoint found at {path} (expected a .pt file or a run "
-                              f"folder with checkpoints/model_*.pt)")
+        raise CheckpointError(f"no {what} found at {path} (expected a model_*{suffix} file "
+                              f"or a run folder with checkpoints/model_*{suffix})")
     return found[-1][1]
 
 
