@@ -154,6 +154,7 @@ class MujocoBatchEnv:
         self._latency = torch.zeros(self.num_envs, dtype=torch.long)
         self._renderers: dict[tuple, Any] = {}
         self._render_datas: dict[int, mujoco.MjData] = {}
+        self._final_frames: dict[str, Any] | None = None  # see request_final_frames
         self.obs_dim = self._observe(noise=False).shape[1]
         self.reset()
 
@@ -280,11 +281,26 @@ class MujocoBatchEnv:
             info["episode_return"] = self.episode_return[ids].clone()
             info["episode_length"] = self.episode_step[ids].clone()
             info["done_ids"] = ids
+            if self._final_frames is not None:  # the terminal states, before they are reset
+                info["final_frames"] = self.render(env_ids=ids, **self._final_frames)
             self._reset_envs(ids)
             obs[ids] = self._observe(noise=True, ids=ids)
         return obs, reward, terminated, truncated, info
 
     # --------------------------------------------------------- rendering
+    def request_final_frames(self, cameras: list[str] | None = None, width: int | None = None,
+                             height: int | None = None, enabled: bool = True) -> None:
+        """Render the terminal states of finished envs before the auto-reset.
+
+        When enabled, ``step`` adds ``info["final_frames"]``: uint8 [len(done_ids), V, H,
+        W, 3], the frames of ``info["done_ids"]`` (in that order) as ``render(cameras,
+        width=width, height=height)`` would have shown them before the reset. Frame-based
+        reward models need them to score the last transition of an episode. Off by
+        default (rendering is the expensive part of a step).
+        """
+        self._final_frames = ({"cameras": list(cameras) if cameras else None, "width": width,
+                               "height": height} if enabled else None)
+
     def render(self, cameras: list[str] | None = None, env_ids: torch.Tensor | None = None,
                width: int | None = None, height: int | None = None) -> torch.Tensor:
         """Camera frames uint8 [B, V, H, W, 3] of ``env_ids`` (default all) from ``cameras``."""
