@@ -188,6 +188,7 @@ _REGISTRY: dict[str, type[RewardModel]] = {}
 _BUILTIN = {
     "sim_progress": "embodied.reward.oracle",
     "clip": "embodied.reward.clip_zero_shot",
+    "prm": "embodied.reward.prm.model",
 }
 
 

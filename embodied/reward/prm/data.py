@@ -1,0 +1,219 @@
+"""Training data for the learned PRM: simulated multi-view episodes with progress labels.
+
+Episodes come from the task's scripted expert (near-clean and noisy) and from failed
+rollouts (smoothed random joint targets), each with every camera view rendered every
+``stride`` control steps and the task's privileged progress and success at the same
+states. Episodes are split into train and held-out (``val``) by episode, never by frame.
+
+On-disk format (a folder, version ``FORMAT_VERSION``; written by :func:`save_frames`,
+read by :func:`load_frames`):
+
+- ``meta.json``: ``format``, ``version``, ``task``, ``instruction``, ``cameras`` (the
+  view order), ``height``, ``width``, ``stride``, ``counterfactual_instructions`` and
+  ``episodes``: one record per episode with ``index``, ``split`` (train | val), ``kind``
+  (expert | noisy | failed), ``noise``, ``start`` and ``length`` (its rows in the
+  arrays below) and ``success`` (it succeeded at some recorded state).
+- ``frames.npy``: uint8 [N, V, H, W, 3], row i the V views of one state (memory-mappable
+  with ``np.load(..., mmap_mode="r")``). Rows of an episode are contiguous and in time
+  order.
+- ``labels.npz``: per row ``episode`` int32, ``step`` int32 (control step within its
+  episode), ``progress`` float32 in [0, 1] and ``success`` bool.
+
+Discretised labels (K bins) are derived at training time (``labels.py``), so one
+dataset serves any K.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from embodied.reward.prm.labels import counterfactual_instructions
+
+FORMAT = "embodied-prm-frames"
+FORMAT_VERSION = 1
+
+
+@dataclass
+class DataConfig:
+    """What to simulate: how many episodes of which kind, rendered how."""
+
+    task: str = "panda_reach"
+    episodes: int = 160            # total, over all kinds
+    expert_fraction: float = 0.5   # scripted expert with ``expert_noise``
+    noisy_fraction: float = 0.25   # scripted expert with ``noisy_noise`` (partial / failed)
+    # the rest: failed rollouts (smoothed random joint targets around the default pose)
+    expert_noise: float = 0.05
+    noisy_noise: float = 0.6
+    random_scale: float = 0.4      # std of the random joint targets (action units)
+    batch_envs: int = 16           # episodes simulated together
+    stride: int = 4                # control steps between recorded states
+    width: int = 64
+    height: int = 64
+    cameras: list[str] | None = None  # None: the task's cameras
+    val_fraction: float = 0.2
+    episode_length_s: float | None = None  # None: the task's own
+    seed: int = 0
+
+
+@dataclass
+class FrameDataset:
+    """A loaded dataset: arrays of all rows plus the episode table (see module doc)."""
+
+    frames: np.ndarray          # uint8 [N, V, H, W, 3]
+    episode: np.ndarray         # int32 [N]
+    step: np.ndarray            # int32 [N]
+    progress: np.ndarray        # float32 [N]
+    success: np.ndarray         # bool [N]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def episodes(self) -> list[dict[str, Any]]:
+        return self.meta["episodes"]
+
+    @property
+    def instruction(self) -> str:
+        return self.meta["instruction"]
+
+    @property
+    def cameras(self) -> list[str]:
+        return list(self.meta["cameras"])
+
+    def rows(self, split: str | None = None, kinds: tuple[str, ...] | None = None) -> np.ndarray:
+        """Row indices of the episodes of a split (train | val) and kinds, in order."""
+        out = [np.arange(e["start"], e["start"] + e["length"]) for e in self.episodes
+               if (split is None or e["split"] == split) and (kinds is None or e["kind"] in kinds)]
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+    def episode_rows(self, split: str | None = None,
+                     kinds: tuple[str, ...] | None = None) -> list[np.ndarray]:
+        """Row indices of each selected episode (time order), one array per episode."""
+        return [np.arange(e["start"], e["start"] + e["length"]) for e in self.episodes
+                if (split is None or e["split"] == split) and (kinds is None or e["kind"] in kinds)]
+
+
+def _kinds(cfg: DataConfig) -> list[tuple[str, float]]:
+    """(kind, noise) of every batch of ``batch_envs`` episodes."""
+    batches = max(1, round(cfg.episodes / cfg.batch_envs))
+    n_expert = max(1, round(batches * cfg.expert_fraction))
+    n_noisy = min(batches - n_expert, round(batches * cfg.noisy_fraction))
+    n_failed = batches - n_expert - n_noisy
+    return ([("expert", cfg.expert_noise)] * n_expert + [("noisy", cfg.noisy_noise)] * n_noisy
+            + [("failed", cfg.random_scale)] * n_failed)
+
+
+class _RandomTargets:
+    """Failed rollouts: joint targets drifting randomly around the default pose."""
+
+    def __init__(self, num_envs: int, action_dim: int, scale: float, seed: int):
+        self.gen = torch.Generator().manual_seed(seed)
+        self.scale = scale
+        self.action = torch.zeros(num_envs, action_dim)
+
+    def __call__(self) -> torch.Tensor:
+        noise = torch.randn(self.action.shape, generator=self.gen) * self.scale
+        self.action = 0.9 * self.action + 0.1 * noise * 4.0
+        return self.action.clamp(-1.0, 1.0)
+
+
+def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
+    """Run the episodes of ``cfg`` and return them with frames and labels (in memory)."""
+    from tqdm import tqdm
+
+    from sim import make_env
+    from sim.experts import make_expert
+    from sim.tasks import get_task_class, task_names
+
+    extra = {} if cfg.episode_length_s is None else {"episode_length_s": cfg.episode_length_s}
+    env = make_env(cfg.task, num_envs=cfg.batch_envs, seed=cfg.seed, **extra)
+    cameras = list(cfg.cameras or env.camera_names)
+    rng = np.random.default_rng(cfg.seed)
+    frames, episode, step, progress, success, episodes = [], [], [], [], [], []
+    row = 0
+    try:
+        batches = _kinds(cfg)
+        for b, (kind, noise) in enumerate(tqdm(batches, desc="simulate", disable=not
+                                               progress_bar)):
+            seed = cfg.seed * 1000 + b
+            env.reset(seed=seed)
+            policy = (_RandomTargets(env.num_envs, env.action_dim, noise, seed)
+                      if kind == "failed" else make_expert(env, noise=noise, seed=seed))
+            active = torch.ones(env.num_envs, dtype=torch.bool)
+            recs: list[list[tuple]] = [[] for _ in range(env.num_envs)]
+            for t in range(env.max_episode_steps):
+                if t % cfg.stride == 0:
+                    ids = active.nonzero().flatten()
+                    views = env.render(cameras, env_ids=ids, width=cfg.width,
+                                       height=cfg.height).numpy()
+                    prog = env.task.progress()[ids].float().numpy()
+                    ok = env.task.success()[ids].numpy()
+                    for j, i in enumerate(ids.tolist()):
+                        recs[i].append((views[j], t, prog[j], ok[j]))
+                _, _, terminated, truncated, _ = env.step(policy())
+                active &= ~(terminated | truncated)
+                if not active.any():
+                    break
+            for i in range(env.num_envs):
+                n = len(recs[i])
+                frames.append(np.stack([r[0] for r in recs[i]]))
+                step.append(np.array([r[1] for r in recs[i]], dtype=np.int32))
+                progress.append(np.array([r[2] for r in recs[i]], dtype=np.float32))
+                success.append(np.array([r[3] for r in recs[i]], dtype=bool))
+                index = len(episodes)
+                episode.append(np.full(n, index, dtype=np.int32))
+                episodes.append({"index": index, "kind": kind, "noise": float(noise),
+                                 "start": row, "length": n,
+                                 "success": bool(success[-1].any())})
+                row += n
+    finally:
+        env.close()
+    # Held out by episode, the same fraction of every kind.
+    for kind in {e["kind"] for e in episodes}:
+        ids = [e["index"] for e in episodes if e["kind"] == kind]
+        val = set(rng.choice(ids, size=max(1, round(len(ids) * cfg.val_fraction)),
+                             replace=False).tolist())
+        for i in ids:
+            episodes[i]["split"] = "val" if i in val else "train"
+    instruction = get_task_class(cfg.task).instruction
+    others = [get_task_class(n).instruction for n in task_names() if n != cfg.task]
+    meta = {"format": FORMAT, "version": FORMAT_VERSION, "task": cfg.task,
+            "instruction": instruction, "cameras": cameras, "height": cfg.height,
+            "width": cfg.width, "stride": cfg.stride,
+            "counterfactual_instructions": counterfactual_instructions(instruction, others),
+            "config": asdict(cfg), "episodes": episodes}
+    return FrameDataset(np.concatenate(frames), np.concatenate(episode), np.concatenate(step),
+                        np.concatenate(progress), np.concatenate(success), meta)
+
+
+def save_frames(data: FrameDataset, folder: str | Path) -> Path:
+    """Write ``data`` in the documented format (see the module doc); returns the folder."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / "frames.npy", data.frames)
+    np.savez(folder / "labels.npz", episode=data.episode, step=data.step,
+             progress=data.progress, success=data.success)
+    (folder / "meta.json").write_text(json.dumps(data.meta, indent=1))
+    return folder
+
+
+def load_frames(folder: str | Path, mmap: bool = False) -> FrameDataset:
+    """Read a dataset written by :func:`save_frames`; a clear error if it is not one."""
+    folder = Path(folder)
+    meta_path = folder / "meta.json"
+    if not meta_path.is_file():
+        raise FileNotFoundError(f"{folder} is not a PRM frame dataset (no meta.json); "
+                                "create one with `embodied reward train task=...` or "
+                                "embodied.reward.prm.data.simulate + save_frames")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("format") != FORMAT or meta.get("version") != FORMAT_VERSION:
+        raise ValueError(f"{meta_path}: format {meta.get('format')} v{meta.get('version')}, "
+                         f"expected {FORMAT} v{FORMAT_VERSION}")
+    labels = np.load(folder / "labels.npz")
+    frames = np.load(folder / "frames.npy", mmap_mode="r" if mmap else None)
+    return FrameDataset(frames, labels["episode"], labels["step"], labels["progress"],
+                        labels["success"], meta)

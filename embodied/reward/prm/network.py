@@ -1,0 +1,173 @@
+"""The learned multi-view PRM network: per-view encoder, view fusion, instruction, heads.
+
+    views [B, V, H, W, 3] --encoder (shared over views) + view embedding--> [B, V, D]
+      --mean over the views present--> [B, D]
+    instruction --InstructionEncoder--> [B, D]
+    MLP([fused, text, fused * text]) --> progress logits [B, K] (expected value over bins)
+                                     --> success logit [B]
+
+A missing view (``present[b, v] = False``) is left out of the mean; training drops
+views at random (``view_dropout``) so every subset of cameras gives sensible scores.
+The per-view encoder is a small CNN trained from scratch (``encoder: cnn``) or a
+pretrained vision tower loaded with transformers from a local path or hub id
+(``encoder: hf``, frozen by default).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from embodied.reward.prm.labels import expected_progress
+from embodied.reward.prm.text import InstructionEncoder
+
+
+@dataclass
+class PRMConfig:
+    """Architecture of the PRM (stored in its checkpoint)."""
+
+    cameras: list[str] = field(default_factory=lambda: ["front", "side", "wrist"])
+    num_bins: int = 21
+    image_size: int = 64           # views are resized to this (cnn encoder)
+    encoder: str = "cnn"           # cnn | hf
+    vision_model: str | None = None  # encoder=hf: local folder or hub id (AutoModel)
+    freeze_vision: bool = True     # encoder=hf: train only the layers above the tower
+    channels: list[int] = field(default_factory=lambda: [32, 64, 64])
+    dim: int = 128
+    text: str = "minilm"           # minilm | learned
+    view_dropout: float = 0.25
+
+
+class ConvEncoder(nn.Module):
+    """A small CNN from scratch: [N, 3, S, S] in [0, 1] -> [N, dim] (keeps the layout).
+
+    A patchify stem (kernel = stride = 4) then stride-2 3x3 convolutions: about 2.2M
+    multiply-adds per 64x64 view, so thousands of views per second on two CPU cores.
+    """
+
+    def __init__(self, channels: list[int], image_size: int, dim: int) -> None:
+        super().__init__()
+        layers = [nn.Conv2d(3, channels[0], 4, stride=4), nn.ReLU(inplace=True)]
+        size = image_size // 4
+        for c_in, c in itertools.pairwise(channels):
+            layers += [nn.Conv2d(c_in, c, 3, stride=2, padding=1), nn.ReLU(inplace=True)]
+            size = (size + 1) // 2
+        self.conv = nn.Sequential(*layers)
+        self.fc = nn.Linear(channels[-1] * size * size, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.conv(x - 0.5).flatten(1))
+
+
+class HFVisionEncoder(nn.Module):
+    """A transformers vision tower (CLIP, SigLIP, ...) -> pooled features -> [N, dim]."""
+
+    def __init__(self, name: str, dim: int, freeze: bool = True) -> None:
+        super().__init__()
+        from transformers import AutoConfig, AutoModel
+
+        cfg = AutoConfig.from_pretrained(name)
+        model = AutoModel.from_pretrained(name)
+        self.tower = getattr(model, "vision_model", model)
+        vision_cfg = getattr(cfg, "vision_config", cfg)
+        self.image_size = int(vision_cfg.image_size)
+        mean, std = _image_stats(name)
+        self.register_buffer("mean", torch.tensor(mean).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(std).view(1, 3, 1, 1), persistent=False)
+        self.freeze = freeze
+        if freeze:
+            self.tower.requires_grad_(False).eval()
+        self.proj = nn.Linear(int(vision_cfg.hidden_size), dim)
+
+    def train(self, mode: bool = True) -> HFVisionEncoder:
+        super().train(mode)
+        if self.freeze:
+            self.tower.eval()
+        return self
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.interpolate(x, size=(self.image_size, self.image_size), mode="bilinear",
+                          align_corners=False, antialias=True)
+        with torch.set_grad_enabled(torch.is_grad_enabled() and not self.freeze):
+            out = self.tower(pixel_values=(x - self.mean) / self.std)
+        pooled = getattr(out, "pooler_output", None)
+        if pooled is None:
+            pooled = out.last_hidden_state.mean(1)
+        return self.proj(pooled)
+
+
+def _image_stats(name: str) -> tuple[list[float], list[float]]:
+    """image_mean/std of a local model's preprocessor_config.json; 0.5/0.5 otherwise."""
+    path = Path(name) / "preprocessor_config.json"
+    if path.is_file():
+        cfg = json.loads(path.read_text())
+        if "image_mean" in cfg and "image_std" in cfg:
+            return list(cfg["image_mean"]), list(cfg["image_std"])
+    return [0.5] * 3, [0.5] * 3
+
+
+class MultiViewPRM(nn.Module):
+    """Frames + instructions -> progress logits [B, K] and success logits [B]."""
+
+    def __init__(self, cfg: PRMConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        if cfg.encoder == "cnn":
+            self.encoder: nn.Module = ConvEncoder(cfg.channels, cfg.image_size, cfg.dim)
+        elif cfg.encoder == "hf":
+            if not cfg.vision_model:
+                raise ValueError("encoder=hf needs vision_model (a local folder or hub id "
+                                 "of a transformers vision model, e.g. a CLIP/SigLIP)")
+            self.encoder = HFVisionEncoder(cfg.vision_model, cfg.dim, cfg.freeze_vision)
+        else:
+            raise ValueError(f"encoder must be 'cnn' or 'hf', got '{cfg.encoder}'")
+        self.view_embedding = nn.Parameter(torch.zeros(len(cfg.cameras), cfg.dim))
+        self.text = InstructionEncoder(cfg.text, cfg.dim)
+        self.head = nn.Sequential(nn.Linear(3 * cfg.dim, 256), nn.ReLU(inplace=True),
+                                  nn.Linear(256, 128), nn.ReLU(inplace=True),
+                                  nn.Linear(128, cfg.num_bins + 1))
+
+    def prepare(self, frames: torch.Tensor) -> torch.Tensor:
+        """uint8 [B, V, H, W, 3] -> float [B*V, 3, S, S] in [0, 1] (cnn: resized to S)."""
+        b, v, h, w, _ = frames.shape
+        x = frames.reshape(b * v, h, w, 3).permute(0, 3, 1, 2).float().div_(255.0)
+        size = self.cfg.image_size
+        if self.cfg.encoder == "cnn" and (h, w) != (size, size):
+            x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
+        return x
+
+    def forward(self, frames: torch.Tensor, instructions: list[str],
+                present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``frames`` uint8 [B, V, H, W, 3] in ``cfg.cameras`` order; ``present`` bool [B, V]."""
+        b, v = frames.shape[:2]
+        feats = self.encoder(self.prepare(frames)).view(b, v, -1) + self.view_embedding[:v]
+        if present is None:
+            fused = feats.mean(1)
+        else:
+            weight = present.to(feats.dtype).unsqueeze(-1)
+            fused = (feats * weight).sum(1) / weight.sum(1).clamp_min(1.0)
+        text = self.text(instructions)
+        out = self.head(torch.cat([fused, text, fused * text], dim=-1))
+        return out[:, :-1], out[:, -1]
+
+    def predict(self, frames: torch.Tensor, instructions: list[str],
+                present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Progress [B] (expected value over bins) and success probability [B]."""
+        logits, success = self(frames, instructions, present)
+        return expected_progress(logits), success.sigmoid()
+
+
+def view_dropout_mask(batch: int, views: int, p: float, gen: torch.Generator) -> torch.Tensor:
+    """bool [B, V]: each view kept with probability 1 - p, at least one view per row."""
+    keep = torch.rand(batch, views, generator=gen) >= p
+    empty = ~keep.any(1)
+    if empty.any():
+        pick = torch.randint(views, (int(empty.sum()),), generator=gen)
+        keep[empty.nonzero().flatten(), pick] = True
+    return keep
