@@ -189,6 +189,7 @@ _BUILTIN = {
     "sim_progress": "embodied.reward.oracle",
     "clip": "embodied.reward.clip_zero_shot",
     "prm": "embodied.reward.prm.model",
+    "vlm": "embodied.reward.vlm.progress",
 }
 
 

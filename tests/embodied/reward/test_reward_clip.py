@@ -15,7 +15,6 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-import sim  # noqa: E402
 from embodied.reward import make_reward_model  # noqa: E402
 from embodied.reward.clip_zero_shot import (  # noqa: E402
     goal_baseline_reward,
@@ -94,20 +93,8 @@ def tiny_clip(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def reach_frames():
-    threads = torch.get_num_threads()  # the env sets torch to 1 thread; give it back after
-    env = sim.make_env("panda_reach", num_envs=2)
-    try:
-        env.reset(seed=0)
-        for _ in range(5):
-            env.step(torch.rand(2, env.action_dim) * 2 - 1)
-        frames = env.render(width=64, height=64)
-    except RuntimeError as err:  # no OpenGL backend on this machine
-        pytest.skip(f"cannot render: {err}")
-    finally:
-        env.close()
-        torch.set_num_threads(threads)
-    return frames, env.camera_names, env.instruction
+def reach_frames(render_frames):
+    return render_frames("panda_reach", num_envs=2, steps=5)
 
 
 def clip(path, **kw):
