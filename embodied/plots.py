@@ -32,8 +32,8 @@ def plot_progress(progress: np.ndarray, dt: float, path: Path, title: str,
 
 def plot_learning_curve(env_steps: np.ndarray, episode_return: np.ndarray,
                         success_rate: np.ndarray, path: Path, title: str,
-                        eval_success: float | None = None) -> Path:
-    """Mean episode return and success rate against env steps, one panel each.
+                        eval_success: float | None = None, xlabel: str = "env steps") -> Path:
+    """Mean episode return and success rate against env steps (or ``xlabel``), one panel each.
 
     ``success_rate`` is the training (stochastic) policy's; ``eval_success``, if
     given, is the final deterministic evaluation, drawn as a point at the last step.
@@ -49,7 +49,7 @@ def plot_learning_curve(env_steps: np.ndarray, episode_return: np.ndarray,
     ax_ok.set_ylabel("success rate")
     ax_ok.set_ylim(-0.02, 1.02)
     for ax in (ax_ret, ax_ok):
-        ax.set_xlabel("env steps")
+        ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()

@@ -18,9 +18,10 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from embodied.config import save_config
+from embodied.config import ConfigError, save_config
 from embodied.demo import env_kwargs
 from embodied.plots import plot_learning_curve
+from embodied.reward.rl_wrapper import RewardEnv, wrap_reward
 from embodied.rl import OnPolicyRunner, PPOConfig
 from embodied.rl.evaluate import evaluate_and_film
 from embodied.rl.logger import MetricsLogger, read_metrics
@@ -38,7 +39,7 @@ def resolve_run_dir(cfg: DictConfig) -> tuple[Path, Path | None]:
 
 
 # What defines a run's learning curve: on resume these come from the run's own config.yaml.
-RUN_KEYS = ("task", "algo", "num_envs", "seed", "save_interval")
+RUN_KEYS = ("task", "algo", "reward", "num_envs", "seed", "save_interval")
 
 
 def resume_config(cfg: DictConfig, run_dir: Path) -> DictConfig:
@@ -130,6 +131,9 @@ def run_train(cfg: DictConfig) -> dict[str, Any]:
     ``algo=sb3_ppo|sb3_sac`` (or resuming such a run) goes to embodied/sb3_train.py.
     """
     if wants_sb3(cfg):
+        if "reward" in cfg and cfg.reward.mode != "oracle":
+            raise ConfigError(f"reward={cfg.reward.mode} is wired into our PPO (algo=ppo) only; "
+                             "SB3 learners train on the task's own reward (reward=oracle)")
         from embodied.sb3_train import run_sb3_train  # imports SB3: only for SB3 runs
 
         return run_sb3_train(cfg)
@@ -141,6 +145,9 @@ def run_train(cfg: DictConfig) -> dict[str, Any]:
     save_config(cfg, run_dir)
     algo_cfg = PPOConfig.from_dict(OmegaConf.to_container(cfg.algo, resolve=True))
     env = make_train_env(cfg, int(cfg.num_envs), int(cfg.seed))
+    if "reward" in cfg:  # reward=sparse|prm|...: the RL reward of a reward mode
+        env = wrap_reward(env, cfg.reward, gamma=float(cfg.algo.gamma), seed=int(cfg.seed),
+                          task=cfg.task.name)
     runner = OnPolicyRunner(env, algo_cfg, run_dir, seed=int(cfg.seed),
                             save_interval=int(cfg.save_interval), progress=bool(cfg.progress))
     if ckpt is not None:
@@ -182,6 +189,8 @@ def run_train(cfg: DictConfig) -> dict[str, Any]:
         "collection_fps": last.get("collection_fps"),
         "learning_fps": last.get("learning_fps"),
         "tensorboard": logger.tensorboard,
+        "reward": cfg.reward.mode if "reward" in cfg else "oracle",
+        "reward_timing": env.timing_summary() if isinstance(env, RewardEnv) else None,
         "learning_curve": str(curve) if curve else None,
         "eval": evaluation,
     }
@@ -189,6 +198,11 @@ def run_train(cfg: DictConfig) -> dict[str, Any]:
                   f"{runner.global_step:,} env steps in {train_s:.0f} s"
                   + (f" (run total {runner.wall_time:.0f} s)" if ckpt else ""),
                   last, len(runner.episodes), evaluation, run_dir)
+    if isinstance(env, RewardEnv):
+        t = env.timing_summary()
+        print(f"  reward {cfg.reward.mode:<12} time share: " + ", ".join(
+            f"{k} {v:.0%}" for k, v in t["share"].items()) + f" ({t['frames_scored']} frames "
+            f"scored for {t['env_steps']} env steps, {t['scoring']})")
     if not logger.tensorboard:
         print("  tensorboard         not installed: metrics in metrics.csv only")
     print(f"  run folder          {run_dir}")

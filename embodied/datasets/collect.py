@@ -1,0 +1,202 @@
+"""`embodied collect`: simulated rollouts recorded as a LeRobot dataset.
+
+Each env of a batch records its first episode from a reset: the policy's
+observation (``observation.state``), the action, the env reward, done flags and
+success of the reached state, the privileged progress and success of the observed
+state (``sim.progress``, ``sim.success``: what the oracle reward model replays),
+and every camera view of the observed state (one MP4 stream per camera). Frame t
+is the state before action t, at ``timestamp = t * control_dt`` (fps = control rate).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from tqdm import tqdm
+
+from embodied.datasets.format import (
+    ACTION,
+    DONE,
+    REWARD,
+    SIM_PREFIX,
+    STATE,
+    SUCCESS,
+    TRUNCATED,
+    DatasetError,
+)
+from embodied.datasets.writer import DatasetWriter
+
+Policy = Callable[[torch.Tensor], torch.Tensor]
+
+
+def frame_features(obs_dim: int, action_dim: int) -> dict[str, dict[str, Any]]:
+    """The non-video frame features of a collected dataset."""
+    def f(dtype: str, dim: int = 1) -> dict[str, Any]:
+        return {"dtype": dtype, "shape": [dim], "names": None}
+
+    return {STATE: f("float32", obs_dim), ACTION: f("float32", action_dim),
+            REWARD: f("float32"), DONE: f("bool"), TRUNCATED: f("bool"), SUCCESS: f("bool"),
+            SIM_PREFIX + "progress": f("float32"), SIM_PREFIX + "success": f("bool")}
+
+
+def make_policy(env: Any, policy: str, noise: float, seed: int) -> tuple[Policy, str]:
+    """``expert`` (scripted, with its noise), ``random`` (uniform), or a trained policy
+    (a run folder, checkpoint, or exported policy.pt/.onnx) with Gaussian action noise."""
+    gen = torch.Generator().manual_seed(seed)
+    if policy == "expert":
+        from sim.experts import expert_names, make_expert
+
+        if env.task.name not in expert_names():
+            raise DatasetError(f"task '{env.task.name}' has no scripted expert; use "
+                               "policy=random or a trained policy (run folder or export)")
+        expert = make_expert(env, noise=noise, seed=seed)
+        return (lambda obs: expert()), f"expert(noise={noise:g})"
+    if policy == "random":
+        return (lambda obs: torch.rand(env.num_envs, env.action_dim, generator=gen) * 2 - 1,
+                "random")
+    path = Path(policy)
+    if not path.exists():
+        raise DatasetError(f"policy '{policy}' is neither 'expert', 'random' nor an existing "
+                           "run folder, checkpoint or exported policy file")
+    if path.suffix in (".pt", ".onnx") and path.parent.name != "checkpoints":
+        from embodied.export import check_against_env, load_policy
+
+        net, meta = load_policy(path)
+        check_against_env(meta, env)
+    else:
+        from embodied.export import load_checkpoint_policy
+
+        net, _, _ = load_checkpoint_policy(path)
+
+    def act(obs: torch.Tensor) -> torch.Tensor:
+        mean = net(obs)
+        if noise > 0:
+            mean = mean + noise * torch.randn(mean.shape, generator=gen)
+        return mean.clamp(-1.0, 1.0)
+
+    return act, f"{path}(noise={noise:g})"
+
+
+@torch.inference_mode()
+def record_round(env: Any, policy: Policy, cameras: Sequence[str], width: int,
+                 height: int) -> list[dict[str, Any]]:
+    """One episode per env from a fresh reset: per-frame data, views and the outcome."""
+    n = env.num_envs
+    obs = env.reset()
+    progress = env.task.progress().to(torch.float32).clone()
+    success_now = env.task.success().clone()
+    active = torch.ones(n, dtype=torch.bool)
+    steps: list[dict[str, torch.Tensor]] = []
+    views: list[np.ndarray] = []
+    outcome = torch.zeros(n, dtype=torch.bool)
+    returns = torch.zeros(n, dtype=torch.float64)
+    length = torch.zeros(n, dtype=torch.long)
+    for _ in range(env.max_episode_steps):
+        ids = active.nonzero().flatten()
+        frame = np.zeros((n, len(cameras), height, width, 3), np.uint8)
+        if cameras:
+            frame[ids.numpy()] = env.render(list(cameras), ids, width, height).numpy()
+        views.append(frame)
+        action = policy(obs).to(torch.float32).clamp(-1.0, 1.0)
+        next_obs, reward, terminated, truncated, info = env.step(action)
+        steps.append({"obs": obs.clone(), "action": action.clone(), "reward": reward.clone(),
+                      "terminated": terminated.clone(), "truncated": truncated.clone(),
+                      "success": info["success"].clone(), "progress": progress.clone(),
+                      "success_now": success_now.clone(), "active": active.clone()})
+        returns += torch.where(active, reward.double(), 0.0)
+        length += active.long()
+        done = terminated | truncated
+        outcome = torch.where(active & done, info["success"], outcome)
+        active &= ~done
+        progress = info["progress"].to(torch.float32).clone()
+        success_now = info["success"].clone()
+        obs = next_obs
+        if not active.any():
+            break
+    episodes = []
+    for i in range(n):
+        t = int(length[i])
+        pick = {k: torch.stack([s[k][i] for s in steps[:t]]).numpy() for k in steps[0]}
+        last = pick["terminated"][-1] | pick["truncated"][-1]
+        episodes.append({
+            "data": {STATE: pick["obs"], ACTION: pick["action"], REWARD: pick["reward"],
+                     DONE: pick["terminated"] | pick["truncated"],
+                     TRUNCATED: pick["truncated"] & ~pick["terminated"],
+                     SUCCESS: pick["success"], SIM_PREFIX + "progress": pick["progress"],
+                     SIM_PREFIX + "success": pick["success_now"]},
+            "videos": {c: np.stack([v[i, j] for v in views[:t]]) for j, c in enumerate(cameras)},
+            "success": bool(outcome[i]), "return": float(returns[i]), "complete": bool(last),
+        })
+    return episodes
+
+
+def noise_levels(noise: float | Sequence[float] | ListConfig) -> list[float]:
+    """``noise`` as a list: one level, or several sharing the episodes evenly."""
+    if isinstance(noise, ListConfig | list | tuple):
+        return [float(x) for x in noise]
+    return [float(noise)]
+
+
+def collect(cfg: DictConfig) -> dict[str, Any]:
+    """Record ``cfg.episodes`` episodes into a new dataset at ``cfg.out`` (configs/collect.yaml)."""
+    from embodied.demo import env_kwargs
+    from sim import make_env
+
+    torch.set_num_threads(int(cfg.get("torch_threads") or 1))
+    levels = noise_levels(cfg.noise)
+    total = int(cfg.episodes)
+    if total < 1:
+        raise DatasetError(f"episodes must be >= 1, got {total}")
+    per_level = [total // len(levels) + (i < total % len(levels)) for i in range(len(levels))]
+    extra = {} if cfg.get("physics_threads") is None else {"nthread": int(cfg.physics_threads)}
+    num_envs = max(1, min(int(cfg.num_envs), max(per_level)))
+    env = make_env(cfg.task.name, num_envs=num_envs, seed=int(cfg.seed),
+                   **env_kwargs(cfg.task), **extra)
+    cameras = list(cfg.cameras or env.camera_names)
+    fps = round(1.0 / env.control_dt)
+    width, height = int(cfg.width), int(cfg.height)
+    writer = DatasetWriter(
+        cfg.out, fps, frame_features(env.obs_dim, env.action_dim), cameras, (height, width),
+        robot_type=env.robot.name, episodes_per_file=int(cfg.episodes_per_file),
+        extra_info={"embodied": {
+            "task": cfg.task.name, "instruction": env.instruction, "robot": env.robot.name,
+            "control_dt": env.control_dt, "cameras": cameras,
+            "task_config": OmegaConf.to_container(cfg.task, resolve=True),
+            "collection": {"policy": str(cfg.policy), "noise": levels, "seed": int(cfg.seed)}}})
+    start = time.perf_counter()
+    outcomes: dict[str, list[bool]] = {}
+    bar = tqdm(total=total, unit="episode", desc=f"collect {cfg.task.name}",
+               disable=not cfg.get("progress", True))
+    try:
+        for level_i, (noise, count) in enumerate(zip(levels, per_level, strict=True)):
+            policy, name = make_policy(env, str(cfg.policy), noise, int(cfg.seed) + level_i)
+            done = 0
+            while done < count:
+                for ep in record_round(env, policy, cameras, width, height)[: count - done]:
+                    writer.add_episode(ep["data"], env.instruction, ep["videos"],
+                                       {"success": ep["success"], "return": ep["return"],
+                                        "policy": name})
+                    outcomes.setdefault(name, []).append(ep["success"])
+                    done += 1
+                    bar.update(1)
+    finally:
+        bar.close()
+        env.close()
+    root = writer.close()
+    seconds = time.perf_counter() - start
+    summary = {"dataset": str(root), "episodes": len(writer.episodes),
+               "frames": writer._frames, "cameras": cameras, "fps": fps,
+               "success_rate": {k: float(np.mean(v)) for k, v in outcomes.items()},
+               "seconds": round(seconds, 1)}
+    print(f"\n{cfg.task.name}: {summary['episodes']} episodes, {summary['frames']} frames, "
+          f"views {', '.join(cameras)} at {width}x{height}, {fps} fps, in {seconds:.0f} s")
+    for name, rate in summary["success_rate"].items():
+        print(f"  {name:<28} success {rate:.0%} of {len(outcomes[name])} episodes")
+    print(f"  dataset: {root}")
+    return summary

@@ -1,0 +1,203 @@
+"""Write a LeRobot v3.0 dataset: frames to parquet, camera views to MP4, meta/ last.
+
+``meta/info.json`` is written by ``close()`` after everything else, so a folder
+without it is an unfinished dataset, never a silently partial one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from embodied.datasets import stats as st
+from embodied.datasets.format import (
+    ACTION,
+    CHUNK_SIZE,
+    CODEBASE_VERSION,
+    DATA_PATH,
+    DEFAULT_FEATURES,
+    EPISODE_INDEX,
+    FRAME_INDEX,
+    INDEX,
+    INFO_PATH,
+    STATS_PATH,
+    TASK_INDEX,
+    TIMESTAMP,
+    VIDEO_PATH,
+    DatasetError,
+    camera_key,
+)
+from embodied.datasets.meta import (
+    to_column,
+    write_episodes,
+    write_json,
+    write_parquet,
+    write_tasks,
+)
+from embodied.datasets.video import CODEC, VideoAppender
+
+
+def video_feature(height: int, width: int, fps: int) -> dict[str, Any]:
+    """The ``info.json`` feature entry of one camera's video."""
+    return {"dtype": "video", "shape": [height, width, 3],
+            "names": ["height", "width", "channels"],
+            "info": {"video.height": height, "video.width": width, "video.codec": CODEC,
+                     "video.pix_fmt": "yuv420p", "video.is_depth_map": False,
+                     "video.fps": fps, "video.channels": 3, "has_audio": False}}
+
+
+def chunk_file(n: int) -> tuple[int, int]:
+    """(chunk_index, file_index) of the n-th file."""
+    return n // CHUNK_SIZE, n % CHUNK_SIZE
+
+
+class DatasetWriter:
+    """Appends episodes to a new dataset at ``root``; ``close()`` writes the metadata.
+
+    ``features``: the frame features beyond the default index columns, e.g.
+    ``{"observation.state": {"dtype": "float32", "shape": [41], "names": None}, ...}``.
+    ``cameras``: camera names; each becomes the video feature
+    ``observation.images.<name>`` of ``image_size`` (height, width).
+    ``episodes_per_file`` episodes share one data file and one video file per camera.
+    """
+
+    def __init__(self, root: str | Path, fps: int, features: Mapping[str, Mapping[str, Any]],
+                 cameras: Sequence[str] = (), image_size: tuple[int, int] = (96, 96),
+                 robot_type: str | None = None, episodes_per_file: int = 50,
+                 extra_info: Mapping[str, Any] | None = None):
+        self.root = Path(root)
+        if (self.root / INFO_PATH).exists() or (self.root / "data").exists():
+            raise DatasetError(f"{self.root} already holds a dataset; choose a new folder "
+                               "(datasets are never overwritten)")
+        if ACTION not in features:
+            raise DatasetError(f"features must include '{ACTION}'")
+        self.fps, self.robot_type = int(fps), robot_type
+        self.features = {k: dict(v) for k, v in features.items()}
+        self.cameras = [camera_key(c) for c in cameras]
+        self.image_size = (int(image_size[0]), int(image_size[1]))
+        self.episodes_per_file = int(episodes_per_file)
+        self.extra_info = dict(extra_info or {})
+        self.tasks: list[str] = []
+        self.episodes: list[dict[str, Any]] = []
+        self.frame_stats: list[dict[str, st.Stats]] = []
+        self._tables: list[pa.Table] = []
+        self._videos: dict[str, VideoAppender] = {}
+        self._file = 0  # running file number (chunk, file) = divmod(n, CHUNK_SIZE)
+        self._in_file = 0
+        self._frames = 0
+
+    def _task_index(self, task: str) -> int:
+        if task not in self.tasks:
+            self.tasks.append(task)
+        return self.tasks.index(task)
+
+    def add_episode(self, data: Mapping[str, np.ndarray], task: str,
+                    videos: Mapping[str, np.ndarray] | None = None,
+                    extra: Mapping[str, Any] | None = None) -> int:
+        """Append one episode: ``data[key]`` [T, ...] per feature, ``videos[camera]``
+        uint8 [T, H, W, 3]; ``extra`` goes into the episode's metadata row. Returns its index.
+        """
+        missing = sorted(set(self.features) - set(data))
+        unknown = sorted(set(data) - set(self.features))
+        if missing or unknown:
+            raise DatasetError(f"episode data does not match the features: missing "
+                               f"{missing}, unknown {unknown}")
+        length = len(data[ACTION])
+        videos = {camera_key(k): v for k, v in (videos or {}).items()}
+        if sorted(videos) != sorted(self.cameras):
+            raise DatasetError(f"episode videos {sorted(videos)} do not match the cameras "
+                               f"{sorted(self.cameras)}")
+        for key, values in [*data.items(), *videos.items()]:
+            if len(values) != length:
+                raise DatasetError(f"'{key}' has {len(values)} frames, '{ACTION}' has {length}")
+        if length == 0:
+            raise DatasetError("an episode needs at least one frame")
+        ep = len(self.episodes)
+        chunk, file = chunk_file(self._file)
+        columns = {k: to_column(data[k], self.features[k]["dtype"]) for k in self.features}
+        columns[TIMESTAMP] = to_column(np.arange(length) / self.fps, "float32")
+        columns[FRAME_INDEX] = to_column(np.arange(length), "int64")
+        columns[EPISODE_INDEX] = to_column(np.full(length, ep), "int64")
+        columns[INDEX] = to_column(np.arange(self._frames, self._frames + length), "int64")
+        columns[TASK_INDEX] = to_column(np.full(length, self._task_index(task)), "int64")
+        self._tables.append(pa.table(columns))
+        ep_stats = {k: st.array_stats(np.asarray(data[k])) for k in self.features}
+        ep_stats |= {k: st.array_stats(columns[k].to_numpy()) for k in DEFAULT_FEATURES}
+        row: dict[str, Any] = {
+            "episode_index": ep, "tasks": [task], "length": length,
+            "data/chunk_index": chunk, "data/file_index": file,
+            "dataset_from_index": self._frames, "dataset_to_index": self._frames + length,
+        }
+        for key, frames in videos.items():
+            if key not in self._videos:
+                h, w = self.image_size
+                self._videos[key] = VideoAppender(
+                    self.root / VIDEO_PATH.format(video_key=key, chunk_index=chunk,
+                                                  file_index=file), self.fps, w, h)
+            start, end = self._videos[key].append(np.asarray(frames))
+            row |= {f"videos/{key}/chunk_index": chunk, f"videos/{key}/file_index": file,
+                    f"videos/{key}/from_timestamp": start, f"videos/{key}/to_timestamp": end}
+            ep_stats[key] = st.image_stats(np.asarray(frames))
+        row |= {"meta/episodes/chunk_index": 0, "meta/episodes/file_index": 0}
+        row |= {f"stats/{k}/{name}": v for k, s in ep_stats.items() for name, v in s.items()}
+        row |= dict(extra or {})
+        self.episodes.append(row)
+        self.frame_stats.append(ep_stats)
+        self._frames += length
+        self._in_file += 1
+        if self._in_file >= self.episodes_per_file:
+            self._flush()
+        return ep
+
+    def _flush(self) -> None:
+        """Finish the current data file and video files; the next episode starts new ones."""
+        if self._tables:
+            chunk, file = chunk_file(self._file)
+            write_parquet(pa.concat_tables(self._tables),
+                          self.root / DATA_PATH.format(chunk_index=chunk, file_index=file))
+        for appender in self._videos.values():
+            appender.close()
+        self._tables, self._videos = [], {}
+        if self._in_file:
+            self._file += 1
+        self._in_file = 0
+
+    def info(self) -> dict[str, Any]:
+        """The ``meta/info.json`` content."""
+        h, w = self.image_size
+        features = {**self.features,
+                    **{k: video_feature(h, w, self.fps) for k in self.cameras},
+                    **DEFAULT_FEATURES}
+        return {
+            "codebase_version": CODEBASE_VERSION,
+            "robot_type": self.robot_type,
+            "total_episodes": len(self.episodes),
+            "total_frames": self._frames,
+            "total_tasks": len(self.tasks),
+            "chunks_size": CHUNK_SIZE,
+            "data_files_size_in_mb": 100,
+            "video_files_size_in_mb": 500,
+            "fps": self.fps,
+            "splits": {"train": f"0:{len(self.episodes)}"},
+            "data_path": DATA_PATH,
+            "video_path": VIDEO_PATH if self.cameras else None,
+            "features": features,
+            **self.extra_info,
+        }
+
+    def close(self) -> Path:
+        """Write the last files and the metadata; returns the dataset root."""
+        if not self.episodes:
+            raise DatasetError(f"{self.root}: no episode was added")
+        self._flush()
+        write_episodes(self.episodes, self.root)
+        write_tasks(self.tasks, self.root)
+        keys = list(self.frame_stats[0])
+        write_json(st.to_json({k: st.aggregate(s[k] for s in self.frame_stats) for k in keys}),
+                   self.root / STATS_PATH)
+        write_json(self.info(), self.root / INFO_PATH)
+        return self.root
