@@ -40,6 +40,7 @@ from torch import nn
 from embodied.rl.actor_critic import ActorCritic
 from embodied.rl.normalizer import EmpiricalNormalization
 from embodied.rl.runner import CheckpointError, find_checkpoint, load_checkpoint
+from sim.actions import ACTION_TYPES
 
 METADATA_FORMAT = 1
 ONNX_METADATA_KEY = "embodied.policy"
@@ -187,16 +188,7 @@ def policy_metadata(cfg: DictConfig, env: Any, checkpoint: Path,
         "obs_dim": int(env.obs_dim),
         "action_dim": int(env.action_dim),
         "observation": layout,
-        "action": {
-            "type": "joint_position",
-            "mapping": "q_target = default + action_scale * clip(action, -1, 1), "
-                       "clamped to [lower, upper]",
-            "default_pose": [float(v) for v in robot.default_pose],
-            "action_scale": [float(v) for v in robot.action_scale],
-            "lower": [float(v) for v in robot.lower],
-            "upper": [float(v) for v in robot.upper],
-            "gripper": gripper,
-        },
+        "action": {**env.action_map.metadata(), "gripper": gripper},
         "control_dt": float(robot.control_dt),
         "decimation": int(robot.decimation),
         "input": {"name": "obs", "dtype": "float32", "shape": ["batch", int(env.obs_dim)]},
@@ -465,6 +457,8 @@ def policy_mismatches(meta: dict[str, Any], robot: Any) -> list[str]:
     if int(meta.get("action_dim", -1)) != robot.action_dim:
         problems.append(f"action_dim: policy {meta.get('action_dim')}, robot {robot.action_dim}")
     action = meta.get("action") or {}
+    if action.get("type") not in ACTION_TYPES:
+        problems.append(f"action type: policy '{action.get('type')}', supported {ACTION_TYPES}")
     for key, value in (("default_pose", robot.default_pose),
                        ("action_scale", robot.action_scale)):
         theirs = np.asarray(action.get(key, []), dtype=float)

@@ -18,7 +18,7 @@ import torch
 from mujoco import batch as mjbatch
 
 from robots import load_robot, robot_mjspec
-from sim.actions import JointPositionAction
+from sim.actions import make_action_map
 from sim.randomization import DomainRandomization
 from sim.task import Task
 
@@ -97,6 +97,9 @@ class EnvConfig:
     # tensors are small, and torch's thread pool otherwise competes with MuJoCo's
     # physics threads for the cores: 1 thread made 256 Go2 envs on 2 cores 1.35x faster.
     torch_threads: int | None = 1
+    # Action space (sim/actions.py): "joint_position" | "joint_delta"; None: the task's own.
+    action: str | None = None
+    action_speed: float = 0.5  # joint_delta: share of the joint velocity limits per action
 
 
 def compile_task_model(task: Task) -> mujoco.MjModel:
@@ -130,7 +133,9 @@ class MujocoBatchEnv:
         self.instruction = task.instruction
         self.camera_names = tuple(task.cameras or self.robot.camera_names)
         self.decimation = self.robot.decimation
-        self.action_map = JointPositionAction(self.robot)
+        self.action_map = make_action_map(cfg.action or task.action_type, self.robot,
+                                          cfg.num_envs, cfg.action_speed)
+        task.action_map = self.action_map  # the experts' IK speaks the env's action space
         self.action_dim = self.robot.action_dim
         self.control_dt = self.state.control_dt
         self.max_episode_steps = round(
@@ -210,8 +215,8 @@ class MujocoBatchEnv:
         self.batch.reset(ids_np, stage=int(mujoco.mjtStage.mjSTAGE_NONE))
         self._randomize(ids)
         self.task.reset(ids, self._gen)
-        self.state.ctrl[ids, self._ctrl_ids] = self.action_map(
-            self.task.last_action[ids])
+        self.state.ctrl[ids, self._ctrl_ids] = self.action_map.reset(
+            ids, self.task.joint_pos[ids])
         self._history[:, ids] = self.task.last_action[ids]
         self.batch.forward(ids_np)
         self.task.clear_cache()

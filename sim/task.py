@@ -16,6 +16,7 @@ import mujoco
 import torch
 
 from robots import RobotSpec
+from sim.actions import JointPositionAction
 from sim.protocol import SimState
 
 
@@ -69,10 +70,13 @@ class Task(ABC):
     instruction: str = ""
     episode_length_s: float = 5.0
     cameras: tuple[str, ...] = ()
+    action_type: str = "joint_position"  # default action space (sim/actions.py)
 
     def __init__(self, robot: RobotSpec):
         self.robot = robot
         self.sim: SimState | None = None
+        # The env's action mapping (set by the env; scripted experts act through it).
+        self.action_map: JointPositionAction | None = None
         self._step_cache: dict[str, torch.Tensor] = {}
 
     def clear_cache(self) -> None:

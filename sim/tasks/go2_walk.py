@@ -2,12 +2,13 @@
 
 The MDP follows the legged_gym / Isaac Lab flat-terrain velocity task for the Go2.
 
-Observation (48, in this order; :data:`OBS_LAYOUT`; no scaling, as in Isaac Lab)::
+Observation (50, in this order; :data:`OBS_LAYOUT`; no scaling, as in Isaac Lab)::
 
     base_lin_vel       3   base linear velocity, base frame, m/s        noise +-0.1
     base_ang_vel       3   base angular velocity, base frame, rad/s     noise +-0.2
     projected_gravity  3   unit gravity direction in the base frame     noise +-0.05
     velocity_command   3   (vx, vy, yaw rate) command                   no noise
+    gait_phase         2   (sin, cos) of the trot clock phase           no noise
     joint_pos         12   joint position - default pose, robot order   noise +-0.01
     joint_vel         12   joint velocity, rad/s                        noise +-1.5
     last_action       12   the previous action                          no noise
@@ -75,9 +76,16 @@ STANDING_FRACTION = 0.1  # share of sampled commands that are zero
 RESAMPLE_S = (5.0, 10.0)  # per-env interval between command resamples
 
 TRACKING_SIGMA2 = 0.25  # exp(-err^2 / 0.25): legged_gym's tracking_sigma, Isaac Lab std^2
-AIR_TIME_THRESHOLD = 0.5  # s; steps longer than this are rewarded
 CONTACT_FORCE = 1.0  # N; touch-sensor reading that counts as contact
 FOOT_SITE_RADIUS = 0.03  # the foot sites are enlarged to cover the foot sphere (0.022)
+
+# Gait clock (periodic-reward shaping as in Siekmann et al. 2021 and walk-these-ways,
+# Margolis & Agrawal 2022): a trot, diagonal pairs in phase, half a period apart.
+GAIT_PERIOD_S = 0.5  # s; a 2 Hz trot
+GAIT_OFFSETS = (0.0, 0.5, 0.5, 0.0)  # per foot, robot.yaml order FL, FR, RL, RR
+GAIT_DUTY = 0.5  # share of the period a foot is in stance
+SWING_HEIGHT = 0.08  # m; target height of a swinging foot's centre (stance: ~0.022)
+STANDING_SPEED = 0.1  # command norm below which all feet are asked to stay down
 
 FALL_HEIGHT = 0.15  # m; base below this counts as fallen
 FALL_TILT = 1.0  # rad; base tilt (angle between base z and world z) beyond this: fallen
@@ -92,6 +100,7 @@ OBS_LAYOUT: tuple[tuple[str, int, float], ...] = (
     ("base_ang_vel", 3, 0.2),
     ("projected_gravity", 3, 0.05),
     ("velocity_command", 3, 0.0),
+    ("gait_phase", 2, 0.0),
     ("joint_pos", 12, 0.01),
     ("joint_vel", 12, 1.5),
     ("last_action", 12, 0.0),
@@ -106,7 +115,8 @@ REWARD_WEIGHTS: dict[str, float] = {
     "joint_torques": -2.0e-4,
     "joint_acc": -2.5e-7,
     "action_rate": -0.01,
-    "feet_air_time": 0.25,
+    "gait_contact": 1.0,
+    "feet_clearance": -30.0,
     "undesired_contacts": -1.0,
     "flat_orientation": -2.5,
     "termination": -200.0,
@@ -129,17 +139,39 @@ def joint_pos_rel(joint_pos: torch.Tensor, default_pos: torch.Tensor) -> torch.T
     return joint_pos - default_pos
 
 
+def gait_clock(phase: torch.Tensor) -> torch.Tensor:
+    """(sin, cos) [B, 2] of the gait phase [B] in [0, 1)."""
+    angle = 2.0 * math.pi * phase
+    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=1)
+
+
+def advance_phase(phase: torch.Tensor, dt: float) -> torch.Tensor:
+    """The gait phase [B] one control period ``dt`` later (wraps at 1)."""
+    return torch.remainder(phase + dt / GAIT_PERIOD_S, 1.0)
+
+
+def desired_contact(phase: torch.Tensor, command: torch.Tensor) -> torch.Tensor:
+    """[B, 4] bool: which feet the trot clock wants on the ground (all when standing)."""
+    offsets = torch.tensor(GAIT_OFFSETS, dtype=phase.dtype, device=phase.device)
+    stance = torch.remainder(phase[:, None] + offsets, 1.0) < GAIT_DUTY
+    standing = command.norm(dim=1) < STANDING_SPEED
+    return stance | standing[:, None]
+
+
 def build_observation(lin_vel_b: torch.Tensor, ang_vel_b: torch.Tensor, quat: torch.Tensor,
-                      command: torch.Tensor, joint_pos: torch.Tensor, joint_vel: torch.Tensor,
-                      default_pos: torch.Tensor, last_action: torch.Tensor) -> torch.Tensor:
-    """The noiseless 48-d policy observation [B, 48] (layout :data:`OBS_LAYOUT`).
+                      command: torch.Tensor, phase: torch.Tensor, joint_pos: torch.Tensor,
+                      joint_vel: torch.Tensor, default_pos: torch.Tensor,
+                      last_action: torch.Tensor) -> torch.Tensor:
+    """The noiseless 50-d policy observation [B, 50] (layout :data:`OBS_LAYOUT`).
 
     Inputs are batched [B, ...]: base-frame linear and angular velocity, base
-    orientation quaternion (w, x, y, z), command (vx, vy, yaw rate), joint
+    orientation quaternion (w, x, y, z), command (vx, vy, yaw rate), gait phase
+    [B] in [0, 1) (advanced by :func:`advance_phase` every control period), joint
     positions and velocities in robot.yaml order, default pose, previous action.
     """
     return torch.cat([lin_vel_b, ang_vel_b, projected_gravity(quat), command,
-                      joint_pos_rel(joint_pos, default_pos), joint_vel, last_action], dim=1)
+                      gait_clock(phase), joint_pos_rel(joint_pos, default_pos), joint_vel,
+                      last_action], dim=1)
 
 
 def tilt_angle(gravity_b: torch.Tensor) -> torch.Tensor:
@@ -232,9 +264,8 @@ class Go2Walk(Task):
         self.commands = torch.zeros(n, 3, **f64)
         self.command_timer = torch.zeros(n, **f64)
         self.push_timer = torch.zeros(n, **f64)
-        self.feet_air_time = torch.zeros(n, len(self.feet), **f64)
-        self.last_contacts = torch.zeros(n, len(self.feet), dtype=torch.bool, device=sim.device)
-        self.air_time_reward = torch.zeros(n, **f64)
+        self.phase = torch.zeros(n, **f64)
+        self.foot_sites = as_index([sim.site_id(f) for f in self.feet], sim.device)
         self.last_joint_vel = torch.zeros(n, self.nj, **f64)
         self.joint_acc = torch.zeros(n, self.nj, **f64)
         self.ema_lin_err = torch.ones(n, **f64)
@@ -285,6 +316,21 @@ class Go2Walk(Task):
         tau = self.kp * (self.sim.ctrl[:, :self.nj] - self.joint_pos) - self.kd * self.joint_vel
         return torch.maximum(torch.minimum(tau, self.effort), -self.effort)
 
+    @property
+    def foot_contact(self) -> torch.Tensor:
+        """[B, 4] bool: feet touching the ground (touch force above 1 N)."""
+        return self.foot_forces > CONTACT_FORCE
+
+    @property
+    def foot_height(self) -> torch.Tensor:
+        """[B, 4] height of the foot centres above the floor, m."""
+        return self.sim.site_xpos[:, self.foot_sites, 2]
+
+    @property
+    def desired_contact(self) -> torch.Tensor:
+        """[B, 4] bool: feet the gait clock wants down now (:func:`desired_contact`)."""
+        return desired_contact(self.phase, self.commands)
+
     # ---------------------------------------------------------------- terms
     def observation_terms(self) -> list[ObsTerm]:
         """The 48-d observation, :data:`OBS_LAYOUT` order and noise."""
@@ -293,6 +339,7 @@ class Go2Walk(Task):
             "base_ang_vel": lambda: self.ang_vel_b,
             "projected_gravity": lambda: self.gravity_b,
             "velocity_command": lambda: self.commands,
+            "gait_phase": lambda: gait_clock(self.phase),
             "joint_pos": lambda: joint_pos_rel(self.joint_pos, self.default_q),
             "joint_vel": lambda: self.joint_vel,
             "last_action": lambda: self.last_action,
@@ -312,7 +359,10 @@ class Go2Walk(Task):
             "joint_torques": lambda: self.joint_torques.square().sum(1),
             "joint_acc": lambda: self.joint_acc.square().sum(1),
             "action_rate": lambda: (self.last_action - self.prev_action).square().sum(1),
-            "feet_air_time": lambda: self.air_time_reward,
+            "gait_contact": lambda: (self.foot_contact == self.desired_contact
+                                     ).to(torch.float64).mean(1),
+            "feet_clearance": lambda: ((self.foot_height - SWING_HEIGHT).square()
+                                       * ~self.desired_contact).sum(1),
             "undesired_contacts": lambda: (self.sim.sensordata[:, self.thigh_touch]
                                            > CONTACT_FORCE).sum(1).to(torch.float64),
             "flat_orientation": lambda: self.gravity_b[:, :2].square().sum(1),
@@ -328,17 +378,7 @@ class Go2Walk(Task):
         self.joint_acc = (qd - self.last_joint_vel) / dt
         self.last_joint_vel.copy_(qd)
 
-        # Feet air time (legged_gym): reward the air time of a step when the foot lands.
-        contact = self.foot_forces > CONTACT_FORCE
-        contact_filt = contact | self.last_contacts
-        self.last_contacts.copy_(contact)
-        first_contact = (self.feet_air_time > 0.0) & contact_filt
-        self.feet_air_time += dt
-        moving = self.commands[:, :2].norm(dim=1) > 0.1
-        self.air_time_reward = ((self.feet_air_time - AIR_TIME_THRESHOLD) * first_contact
-                                ).sum(1) * moving
-        self.feet_air_time *= ~contact_filt
-
+        self.phase = advance_phase(self.phase, dt)
         g = self.gravity_b
         self.fallen = ((self.sim.sensordata[:, self.trunk_touch] > CONTACT_FORCE)
                        | (self.base_pos[:, 2] < FALL_HEIGHT) | (tilt_angle(g) > FALL_TILT))
@@ -425,9 +465,7 @@ class Go2Walk(Task):
         self._resample_commands(env_ids, gen)
         self.push_timer[env_ids] = self.rand(n, self.push_interval_s[0],
                                              self.push_interval_s[1], gen)
-        self.feet_air_time[env_ids] = 0.0
-        self.last_contacts[env_ids] = False
-        self.air_time_reward[env_ids] = 0.0
+        self.phase[env_ids] = torch.rand(n, generator=gen, dtype=torch.float64).to(sim.device)
         self.joint_acc[env_ids] = 0.0
         self.ema_lin_err[env_ids] = 1.0
         self.ema_yaw_err[env_ids] = 1.0

@@ -27,6 +27,27 @@ WORKSPACE_CENTER = (0.5, 0.0)
 TABLE_FRICTION = (0.5, 0.005, 0.0001)
 
 
+JOINT_VEL_OBS_SCALE = 0.1  # joint velocities enter the observation scaled by this
+
+
+# ------------------------------------------------ observation pure functions
+# The arm terms as functions of plain tensors, so that a deployment (the ROS node)
+# builds the same vector from joint states and forward kinematics.
+def gripper_opening(finger_pos: torch.Tensor, lower: float, upper: float) -> torch.Tensor:
+    """[B, 1] in [0, 1] (0 closed, 1 open) from the finger joint positions [B, nf]."""
+    return (finger_pos.mean(1, keepdim=True) - lower) / (upper - lower)
+
+
+def build_arm_observation(joint_pos: torch.Tensor, joint_vel: torch.Tensor,
+                          default_pos: torch.Tensor, opening: torch.Tensor, ee_pos: torch.Tensor,
+                          last_action: torch.Tensor) -> torch.Tensor:
+    """The noiseless arm terms [B, 2 nj + 1 + 3 + na], in
+    :meth:`PandaTask.arm_observation_terms` order: joint positions minus default, scaled
+    joint velocities, gripper opening, tcp position (arm base frame = world), last action."""
+    return torch.cat([joint_pos - default_pos, JOINT_VEL_OBS_SCALE * joint_vel, opening,
+                      ee_pos, last_action], dim=1)
+
+
 class PandaTask(Task):
     """Base of the Panda tasks: a table in front of the arm, ee site, arm terms."""
 
@@ -85,14 +106,14 @@ class PandaTask(Task):
     @property
     def gripper_opening(self) -> torch.Tensor:
         """[B, 1] in [0, 1]: 0 closed, 1 fully open."""
-        q = self.sim.qpos[:, self.finger_qpos_ids].mean(1, keepdim=True)
-        return (q - self.robot.gripper.lower) / self.gripper_range
+        g = self.robot.gripper
+        return gripper_opening(self.sim.qpos[:, self.finger_qpos_ids], g.lower, g.upper)
 
     def arm_observation_terms(self) -> list[ObsTerm]:
         """Joint positions relative to default, joint velocities, gripper, ee, last action."""
         return [
             ObsTerm("joint_pos", lambda: self.joint_pos - self.default_q, noise=0.01),
-            ObsTerm("joint_vel", lambda: 0.1 * self.joint_vel, noise=0.01),
+            ObsTerm("joint_vel", lambda: JOINT_VEL_OBS_SCALE * self.joint_vel, noise=0.01),
             ObsTerm("gripper", lambda: self.gripper_opening),
             ObsTerm("ee_pos", lambda: self.ee_pos),
             ObsTerm("last_action", lambda: self.last_action),
@@ -351,12 +372,13 @@ def clamp_norm(vec: torch.Tensor, max_norm: float) -> torch.Tensor:
 class DiffIK:
     """Damped least-squares IK on the tcp: actions that move the hand towards targets.
 
-    The action space is the env's (absolute joint targets around the default
-    pose), so experts and policies are interchangeable. Joint targets the
-    action space cannot reach (``default +- action_scale`` and the joint limits)
-    are handled as an active set: a joint whose step would leave its range is
-    pinned to the bound and the others solve for the remaining error. The
-    redundancy (7 joints) is used to pull the arm towards its default posture.
+    The action space is the env's (``task.action_map``: absolute joint targets
+    or joint deltas), so experts and policies are interchangeable. Joint targets
+    one action cannot reach (``target_range()`` of the action map: the action
+    scale or one step, and the joint limits) are handled as an active set: a
+    joint whose step would leave its range is pinned to the bound and the others
+    solve for the remaining error. The redundancy (7 joints) is used to pull the
+    arm towards its default posture.
 
     Without ``yaw`` only the tcp position is servoed (3D); with ``yaw`` the hand
     is also turned to point down with that yaw (6D).
@@ -366,10 +388,14 @@ class DiffIK:
                  damping: float = 0.05, rot_weight: float = 0.3, posture_gain: float = 0.05):
         self.task, self.max_step, self.max_rot_step = task, max_step, max_rot_step
         self.damping, self.rot_weight, self.posture_gain = damping, rot_weight, posture_gain
-        self.action_map = JointPositionAction(task.robot)
-        amap, margin = self.action_map, 1e-3
-        self.lower = torch.maximum(amap.default - amap.scale, amap.lower) + margin
-        self.upper = torch.minimum(amap.default + amap.scale, amap.upper) - margin
+        self.margin = 1e-3
+
+    @property
+    def action_map(self) -> JointPositionAction:
+        """The env's action mapping (absolute joint targets without an env)."""
+        if self.task.action_map is None:
+            self.task.action_map = JointPositionAction(self.task.robot)
+        return self.task.action_map
 
     def joint_step(self, ee_target: torch.Tensor, yaw: torch.Tensor | None = None
                    ) -> torch.Tensor:
@@ -387,6 +413,8 @@ class DiffIK:
             err = torch.cat([err, w * err_rot], dim=1)
         eye = torch.eye(jac.shape[1], dtype=jac.dtype)
         rest = self.posture_gain * (self.action_map.default - q)
+        lower, upper = self.action_map.target_range()
+        lower, upper = lower + self.margin, upper - self.margin
         pinned = torch.zeros_like(q, dtype=torch.bool)
         dq = torch.zeros_like(q)
         for _ in range(q.shape[1]):
@@ -400,11 +428,10 @@ class DiffIK:
             step = step + z - (pinv @ (jf @ z.unsqueeze(-1))).squeeze(-1)
             new = torch.where(pinned, dq, step * free)
             target = q + new
-            out = ~pinned & ((target > self.upper) | (target < self.lower))
+            out = ~pinned & ((target > upper) | (target < lower))
             if not out.any():
                 return new
-            dq = torch.where(out, torch.minimum(torch.maximum(target, self.lower),
-                                                self.upper) - q, new)
+            dq = torch.where(out, torch.minimum(torch.maximum(target, lower), upper) - q, new)
             pinned |= out
         return dq
 

@@ -27,16 +27,18 @@ def env():
 
 def test_observation_layout_and_size(env):
     obs = env.reset(seed=1)
-    assert env.obs_dim == sum(size for _, size, _ in OBS_LAYOUT) == 48
-    assert obs.shape == (N, 48) and torch.isfinite(obs).all()
+    assert env.obs_dim == sum(size for _, size, _ in OBS_LAYOUT) == 50
+    assert obs.shape == (N, 50) and torch.isfinite(obs).all()
     assert env.action_dim == 12 and env.camera_names == ("head", "chase")
     # The pure function the ROS node reuses builds the env's (noiseless) observation.
     t = env.task
-    ref = build_observation(t.lin_vel_b, t.ang_vel_b, t.base_quat, t.commands, t.joint_pos,
-                            t.joint_vel, t.default_q, t.last_action)
+    ref = build_observation(t.lin_vel_b, t.ang_vel_b, t.base_quat, t.commands, t.phase,
+                            t.joint_pos, t.joint_vel, t.default_q, t.last_action)
     torch.testing.assert_close(env._observe(noise=False), ref.float())
     # Upright at reset: gravity points down the base z axis.
     assert (obs[:, 8] < -0.95).all()
+    # The gait clock is a unit vector.
+    torch.testing.assert_close(obs[:, 12:14].norm(dim=1), torch.ones(N))
 
 
 def test_zero_actions_stand_for_two_seconds(env):

@@ -1,0 +1,72 @@
+"""Action spaces: absolute joint targets and joint deltas, in the env and for the experts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from robots import load_robot
+from sim import make_env
+from sim.actions import JointDeltaAction, JointPositionAction, make_action_map
+from sim.experts import make_expert
+
+
+def test_joint_delta_integrates_actions_within_velocity_and_position_limits():
+    robot = load_robot("panda")
+    amap = JointDeltaAction(robot, num_envs=3, speed=0.5)
+    start = torch.tensor(robot.default_pose).expand(3, -1).clone()
+    start[1, 0] = robot.upper[0] - 0.01
+    ctrl = amap.reset(torch.arange(3), start)
+    torch.testing.assert_close(ctrl[:, :7], start)
+    velocity = torch.tensor([j.velocity for j in robot.joints], dtype=torch.float64)
+    torch.testing.assert_close(amap.step, 0.5 * velocity * robot.control_dt)
+    actions = torch.zeros(3, robot.action_dim)
+    actions[:, 0] = 1.0
+    actions[2] = 0.0
+    ctrl = amap(actions)
+    assert ctrl[0, 0] == pytest.approx(start[0, 0] + amap.step[0])
+    assert ctrl[1, 0] == pytest.approx(robot.upper[0])  # clamped to the joint limit
+    torch.testing.assert_close(ctrl[2, :7], start[2])  # action 0 holds the target
+    # inverse() is the action that commands a target (at most one step away).
+    want = amap.target + 0.5 * amap.step
+    torch.testing.assert_close(amap.inverse(want)[:, :7], torch.full((3, 7), 0.5,
+                                                                      dtype=torch.float64))
+
+
+def test_unknown_action_type_and_bad_speed_are_refused():
+    robot = load_robot("panda")
+    with pytest.raises(ValueError, match="joint_position"):
+        make_action_map("torque", robot, 2)
+    with pytest.raises(ValueError, match="speed"):
+        JointDeltaAction(robot, 2, speed=3.0)
+    assert isinstance(make_action_map("joint_position", robot, 2), JointPositionAction)
+
+
+def test_env_resets_delta_targets_to_the_reset_pose():
+    env = make_env("panda_push", num_envs=4, seed=0, action="joint_delta")
+    try:
+        env.reset(seed=1)
+        torch.testing.assert_close(env.state.ctrl[:, :7], env.task.joint_pos)
+        for _ in range(5):
+            env.step(torch.ones(4, env.action_dim))
+        moved = env.action_map.target.clone()
+        assert (moved - env.task.joint_pos).abs().max() > 0.01
+        env.reset(seed=2)
+        torch.testing.assert_close(env.action_map.target, env.task.joint_pos)
+    finally:
+        env.close()
+
+
+def test_expert_pushes_through_joint_delta_actions():
+    env = make_env("panda_push", num_envs=8, seed=0, action="joint_delta")
+    try:
+        expert = make_expert(env, noise=0.0, seed=0)
+        env.reset(seed=0)
+        success = torch.zeros(8, dtype=torch.bool)
+        for _ in range(round(env.task.episode_length_s / env.control_dt)):
+            _, _, terminated, truncated, info = env.step(expert())
+            if "final_success" in info:
+                success |= (terminated | truncated) & info["final_success"]
+        assert success.float().mean() >= 0.75, success
+    finally:
+        env.close()
