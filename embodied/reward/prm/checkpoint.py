@@ -43,6 +43,19 @@ def find_prm_checkpoint(path: str | Path) -> Path:
     return path
 
 
+RUNS = Path("runs/reward/prm")
+
+
+def newest_prm_checkpoint(task: str, runs: str | Path = RUNS) -> Path:
+    """The newest ``<runs>/<task>/*/prm.pt`` (what ``embodied reward train`` writes)."""
+    found = sorted(Path(runs, task).glob(f"*/{CHECKPOINT_NAME}"), key=lambda p: p.stat().st_mtime)
+    if not found:
+        raise FileNotFoundError(f"no trained PRM for task '{task}' under {Path(runs, task)}; "
+                                f"train one with `embodied reward train task={task}` or pass "
+                                "reward.checkpoint=<run folder or prm.pt>")
+    return found[-1]
+
+
 def load_prm(path: str | Path, device: str | torch.device = "cpu"
              ) -> tuple[MultiViewPRM, dict[str, Any]]:
     """The network (eval mode) and the ``info`` saved with it."""

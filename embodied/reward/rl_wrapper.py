@@ -1,0 +1,286 @@
+"""Reward models inside the RL loop: a batched env whose ``step`` returns the mode's reward.
+
+``RewardEnv(env, mixer, model)`` keeps the batched-env interface (the PPO runner does
+not know it is there) and replaces the env's reward by ``mixer``'s (sparse, prm,
+prm+sparse, oracle; ``embodied.reward.shaping``). Where the progress potential comes
+from (``scoring``):
+
+- state models (``sim_progress``): the simulator's own progress, no pixels.
+- ``direct``: every ``every`` steps the task cameras of *all* envs are rendered and
+  scored in one batched call; in between, the last scores are held. Envs that finished
+  get their terminal frames scored (rendered before the auto-reset,
+  ``env.request_final_frames``) and their new first frames rendered and scored, so the
+  potential of every episode boundary is exact.
+- ``distilled``: the reward model scores only ``label_envs`` envs every ``label_every``
+  steps; a small MLP on the policy's own observations learns to predict those scores
+  (regression, trained online) and gives the potential of every env at every step
+  and of terminal observations (``info["final_obs"]``), without rendering them (the
+  way ONI distils LLM feedback into an intrinsic reward network). The potential then
+  drifts while the MLP learns: shaping is exactly potential-based only for a fixed MLP.
+
+Time per part (``timing``): physics (the wrapped env's step), render, model, distill.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from embodied.reward.base import RewardModel
+from embodied.reward.shaping import RewardMixer
+from embodied.rl.normalizer import EmpiricalNormalization
+
+SCORING = ("direct", "distilled")
+
+
+@dataclass
+class DistillConfig:
+    """The distilled potential: which states the reward model labels, and the MLP."""
+
+    label_envs: int = 16          # envs rendered and scored per labelling step
+    label_every: int = 4          # env steps between labelling steps
+    hidden: list[int] = field(default_factory=lambda: [128, 128])
+    learning_rate: float = 1e-3
+    updates: int = 4              # gradient steps per labelling step
+    batch_size: int = 256
+    buffer_size: int = 50_000
+
+
+class ProgressMLP(nn.Module):
+    """Policy observation -> progress in [0, 1] (normalised input, sigmoid output)."""
+
+    def __init__(self, obs_dim: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.norm = EmpiricalNormalization(obs_dim)
+        layers, d = [], obs_dim
+        for h in hidden:
+            layers += [nn.Linear(d, h), nn.ELU()]
+            d = h
+        self.net = nn.Sequential(*layers, nn.Linear(d, 1))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(self.norm.normalize(obs)).squeeze(-1).sigmoid()
+
+
+class Distiller:
+    """Online regression of a reward model's progress onto the policy observation."""
+
+    def __init__(self, obs_dim: int, cfg: DistillConfig, seed: int = 0) -> None:
+        self.cfg = cfg
+        self.mlp = ProgressMLP(obs_dim, cfg.hidden)
+        self.opt = torch.optim.Adam(self.mlp.parameters(), lr=cfg.learning_rate)
+        self.obs = torch.zeros(cfg.buffer_size, obs_dim)
+        self.target = torch.zeros(cfg.buffer_size)
+        self.size = self.head = 0
+        self.gen = torch.Generator().manual_seed(seed)
+        self.last_loss = float("nan")
+
+    def add(self, obs: torch.Tensor, progress: torch.Tensor) -> None:
+        """Store labelled states and fit the MLP ``updates`` steps on the buffer."""
+        with torch.inference_mode(False), torch.enable_grad():
+            obs, progress = obs.detach().float().clone(), progress.detach().float().clone()
+            n = len(obs)
+            idx = (self.head + torch.arange(n)) % self.cfg.buffer_size
+            self.obs[idx], self.target[idx] = obs, progress
+            self.head = int((self.head + n) % self.cfg.buffer_size)
+            self.size = min(self.size + n, self.cfg.buffer_size)
+            self.mlp.norm.update(obs)
+            for _ in range(self.cfg.updates):
+                pick = torch.randint(self.size, (min(self.cfg.batch_size, self.size),),
+                                     generator=self.gen)
+                loss = (self.mlp(self.obs[pick]) - self.target[pick]).square().mean()
+                self.opt.zero_grad(set_to_none=True)
+                loss.backward()
+                self.opt.step()
+            self.last_loss = loss.item()
+
+    @torch.no_grad()
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.mlp(obs.float())
+
+
+class RewardEnv:
+    """A :class:`sim.protocol.BatchedEnv` whose reward is that of a reward mode."""
+
+    def __init__(self, env: Any, mixer: RewardMixer, model: RewardModel | None = None,
+                 scoring: str = "direct", every: int = 1, cameras: Sequence[str] | None = None,
+                 width: int | None = None, height: int | None = None,
+                 instruction: str | None = None, distill: DistillConfig | None = None,
+                 seed: int = 0) -> None:
+        if scoring not in SCORING:
+            raise ValueError(f"scoring must be one of {list(SCORING)}, got '{scoring}'")
+        if mixer.needs_progress and model is None:
+            raise ValueError(f"reward mode '{mixer.mode}' needs a reward model (reward.model)")
+        if every < 1:
+            raise ValueError(f"every must be >= 1, got {every}")
+        self.env, self.mixer, self.model = env, mixer, model
+        self.scoring, self.every = scoring, int(every)
+        self.frames = bool(mixer.needs_progress and model is not None and model.requires_frames)
+        self.cameras = list(cameras or getattr(model, "camera_names", None) or env.camera_names)
+        size = getattr(model, "image_size", None) or (None, None)
+        self.height, self.width = height or size[0], width or size[1]
+        self.instruction = instruction or env.instruction
+        self.distiller = None
+        if self.frames and scoring == "distilled":
+            self.distiller = Distiller(env.obs_dim, distill or DistillConfig(), seed)
+        elif self.frames:
+            env.request_final_frames(self.cameras, self.width, self.height)
+        self.gen = torch.Generator().manual_seed(seed)
+        self.timing = {"physics": 0.0, "render": 0.0, "model": 0.0, "distill": 0.0}
+        self.frames_scored = 0
+        self.steps = 0
+        self._t = 0
+
+    def __getattr__(self, name: str) -> Any:  # obs_dim, num_envs, device, render, _gen, ...
+        if name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    # ---------------------------------------------------------------- scoring
+    def _score_frames(self, env_ids: torch.Tensor | None = None,
+                      frames: torch.Tensor | None = None) -> torch.Tensor:
+        if frames is None:
+            t = time.perf_counter()
+            frames = self.env.render(self.cameras, env_ids=env_ids, width=self.width,
+                                     height=self.height)
+            self.timing["render"] += time.perf_counter() - t
+        t = time.perf_counter()
+        progress = self.model.score(frames, self.instruction, cameras=self.cameras).progress
+        self.timing["model"] += time.perf_counter() - t
+        self.frames_scored += frames.shape[0] * frames.shape[1]
+        return progress.float().cpu()
+
+    def _score_state(self, info: Mapping[str, Any]) -> torch.Tensor:
+        return self.model.score(None, self.instruction, state=info).progress.float().cpu()
+
+    def _label(self, obs: torch.Tensor) -> None:
+        """Distilled mode: score a random subset of envs and fit the MLP on them."""
+        k = min(self.distiller.cfg.label_envs, self.env.num_envs)
+        ids = torch.randperm(self.env.num_envs, generator=self.gen)[:k].sort().values
+        progress = self._score_frames(ids)
+        t = time.perf_counter()
+        self.distiller.add(obs[ids], progress)
+        self.timing["distill"] += time.perf_counter() - t
+
+    def _distilled(self, obs: torch.Tensor) -> torch.Tensor:
+        t = time.perf_counter()
+        phi = self.distiller(obs)
+        self.timing["distill"] += time.perf_counter() - t
+        return phi
+
+    def _phi_reset(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.model.requires_state:
+            return self._score_state({"progress": self.env.task.progress().float(),
+                                      "success": self.env.task.success()})
+        if self.distiller is not None:
+            self._label(obs)
+            return self._distilled(obs)
+        return self._score_frames()
+
+    # --------------------------------------------------------------- protocol
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        obs = self.env.reset(seed=seed)
+        self._t = 0
+        if self.mixer.needs_progress:
+            self.phi = self._phi_reset(obs)
+            self.mixer.reset(self.phi)
+        return obs
+
+    def step(self, actions: torch.Tensor):
+        """``env.step`` with the reward replaced by the mode's (env reward in info)."""
+        t = time.perf_counter()
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        self.timing["physics"] += time.perf_counter() - t
+        self._t += 1
+        self.steps += 1
+        phi_obs = phi_final = None
+        if self.mixer.needs_progress:
+            phi_obs, phi_final = self._potentials(obs, info)
+            self.phi = phi_obs
+        info["env_reward"] = reward
+        mixed = self.mixer(reward, terminated, truncated, info, phi_obs, phi_final)
+        if phi_obs is not None:
+            info["progress_model"] = phi_obs
+        return obs, mixed.to(reward.dtype), terminated, truncated, info
+
+    def _potentials(self, obs: torch.Tensor, info: Mapping[str, Any]
+                    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """phi of the returned observations and of the terminal states of finished envs."""
+        ids = info.get("done_ids")
+        if self.model.requires_state:  # info["progress"]: the pre-reset (terminal) states
+            final = self._score_state(info)
+            phi = final.clone()
+            if ids is not None:
+                phi[ids] = self.env.task.progress()[ids].float()
+            return phi, final
+        if self.distiller is not None:
+            if self._t % self.distiller.cfg.label_every == 0:
+                self._label(obs)
+            phi = self._distilled(obs)
+            final = None
+            if ids is not None:
+                final = phi.clone()
+                final[ids] = self._distilled(info["final_obs"][ids])
+            return phi, final
+        if self._t % self.every == 0:
+            phi = self._score_frames()
+        else:
+            phi = self.phi.clone()
+            if ids is not None:
+                phi[ids] = self._score_frames(ids)
+        final = None
+        if ids is not None:
+            final = phi.clone()
+            final[ids] = self._score_frames(frames=info["final_frames"])
+        return phi, final
+
+    def timing_summary(self) -> dict[str, Any]:
+        """Seconds per part, the share of each, and scored frames per env step."""
+        total = sum(self.timing.values())
+        return {"seconds": {k: round(v, 3) for k, v in self.timing.items()},
+                "share": {k: round(v / total, 3) if total else 0.0
+                          for k, v in self.timing.items()},
+                "frames_scored": self.frames_scored,
+                "env_steps": self.steps * self.env.num_envs,
+                "scoring": self.scoring if self.frames else
+                ("state" if self.mixer.needs_progress else "none")}
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def wrap_reward(env: Any, reward_cfg: Mapping[str, Any], gamma: float, seed: int = 0,
+                task: str | None = None) -> Any:
+    """``env`` with the reward of a ``configs/reward/*.yaml`` config.
+
+    Mode ``oracle`` returns ``env`` itself (its reward *is* the oracle's). A ``prm``
+    model without a checkpoint takes the newest trained for ``task``.
+    """
+    from omegaconf import DictConfig, OmegaConf
+
+    from embodied.reward.base import make_reward_model
+
+    if isinstance(reward_cfg, DictConfig):
+        reward_cfg = OmegaConf.to_container(reward_cfg, resolve=True)
+    mixer = RewardMixer.from_config(reward_cfg, gamma=gamma)
+    if mixer.mode == "oracle":
+        return env
+    model = None
+    if mixer.needs_progress:
+        model_cfg = dict(reward_cfg.get("model") or {})
+        if not model_cfg:
+            raise ValueError(f"reward mode '{mixer.mode}' needs reward.model (e.g. reward=prm)")
+        if model_cfg.get("name") == "prm" and model_cfg.get("checkpoint") is None:
+            from embodied.reward.prm.checkpoint import newest_prm_checkpoint
+
+            model_cfg["checkpoint"] = str(newest_prm_checkpoint(task or env.task.name))
+            print(f"reward: PRM checkpoint {model_cfg['checkpoint']}")
+        model = make_reward_model(model_cfg)
+    loop = dict(reward_cfg.get("loop") or {})
+    distill = DistillConfig(**loop.pop("distill", None) or {})
+    return RewardEnv(env, mixer, model, distill=distill, seed=seed, **loop)
