@@ -21,8 +21,11 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 
-extras=${EMBODIED_EXTRAS:-dev,vlm}
-stamp=.venv/.installed-$(cat pyproject.toml | sha1sum | cut -c1-12)-${extras//,/_}
+extras=${EMBODIED_EXTRAS:-dev,vlm,ros}
+# The ROS 2 bridge (ament_python package, ros_ws/src/embodied_ros) goes into the venv too
+# when the ros extra (the rclpy wheels) is installed.
+ros_pkg=ros_ws/src/embodied_ros
+stamp=.venv/.installed-$(cat pyproject.toml "$ros_pkg/setup.py" | sha1sum | cut -c1-12)-${extras//,/_}
 if [ ! -f "$stamp" ]; then
     echo "[bootstrap] installing the project into .venv (extras: $extras; log: .venv/install.log)"
     log=.venv/install.log
@@ -30,7 +33,10 @@ if [ ! -f "$stamp" ]; then
         .venv/bin/python -m pip install --upgrade pip &&
         # torch first and pinned, so no dependency can pull a CUDA build.
         .venv/bin/python -m pip install "torch==2.13.0" &&
-        .venv/bin/python -m pip install -e ".[$extras]"
+        .venv/bin/python -m pip install -e ".[$extras]" &&
+        if [[ ",$extras," == *",ros,"* ]]; then
+            .venv/bin/python -m pip install --no-deps -e "$ros_pkg"
+        fi
     } >"$log" 2>&1 || { tail -n 40 "$log"; echo "[bootstrap] pip failed: see $log" >&2; exit 1; }
     rm -f .venv/.installed-*
     touch "$stamp"

@@ -6,11 +6,31 @@ import mujoco
 import torch
 
 from sim.task import ObsTerm, RewardTerm
-from sim.tasks.panda_base import PandaTask, ScriptedExpert, add_marker
+from sim.tasks.panda_base import (
+    PandaTask,
+    ScriptedExpert,
+    add_marker,
+    build_arm_observation,
+)
 
 TARGET_LOW = (0.35, -0.25, 0.15)
 TARGET_HIGH = (0.65, 0.25, 0.45)
 SUCCESS_RADIUS = 0.04
+
+
+def target_rel(target: torch.Tensor, ee_pos: torch.Tensor) -> torch.Tensor:
+    """[B, 3] target minus tcp position (the last observation term)."""
+    return target - ee_pos
+
+
+def build_reach_observation(joint_pos: torch.Tensor, joint_vel: torch.Tensor,
+                            default_pos: torch.Tensor, opening: torch.Tensor,
+                            ee_pos: torch.Tensor, last_action: torch.Tensor,
+                            target: torch.Tensor) -> torch.Tensor:
+    """The noiseless 29-d panda_reach observation [B, 29] from plain tensors (the task's
+    term order); the ROS deployment node calls this with joint states and kinematics."""
+    return torch.cat([build_arm_observation(joint_pos, joint_vel, default_pos, opening, ee_pos,
+                                            last_action), target_rel(target, ee_pos)], dim=1)
 
 
 class PandaReach(PandaTask):
@@ -36,7 +56,7 @@ class PandaReach(PandaTask):
 
     def observation_terms(self) -> list[ObsTerm]:
         return [*self.arm_observation_terms(),
-                ObsTerm("target_rel", lambda: self.target - self.ee_pos)]
+                ObsTerm("target_rel", lambda: target_rel(self.target, self.ee_pos))]
 
     def reward_terms(self) -> list[RewardTerm]:
         return [

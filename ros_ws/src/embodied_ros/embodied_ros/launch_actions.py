@@ -1,0 +1,34 @@
+"""NodeSpec -> launch_ros actions (imported only by the launch files, where launch_ros is)."""
+
+from __future__ import annotations
+
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import LifecycleNode, Node
+
+from embodied_ros.description import NodeSpec, normalise_namespace
+
+
+def to_action(spec: NodeSpec):
+    """A ``launch_ros`` Node (LifecycleNode for lifecycle nodes) for ``spec``."""
+    kwargs = dict(package="embodied_ros", executable=spec.executable, name=spec.name,
+                  namespace=normalise_namespace(spec.namespace) or "",
+                  parameters=[*spec.param_files, dict(spec.overrides)],
+                  remappings=list(spec.remappings), output="screen")
+    return LifecycleNode(**kwargs) if spec.lifecycle else Node(**kwargs)
+
+
+def arguments(defaults: dict[str, tuple[str, str]]) -> list[DeclareLaunchArgument]:
+    """Launch arguments from ``{name: (default, description)}``."""
+    return [DeclareLaunchArgument(name, default_value=default, description=text)
+            for name, (default, text) in defaults.items()]
+
+
+def nodes_from(build, names: list[str]) -> OpaqueFunction:
+    """Resolve the launch arguments ``names`` and add the actions of ``build(**args)``."""
+
+    def launch_setup(context):
+        values = {n: LaunchConfiguration(n).perform(context) for n in names}
+        return [to_action(spec) for spec in build(**values)]
+
+    return OpaqueFunction(function=launch_setup)

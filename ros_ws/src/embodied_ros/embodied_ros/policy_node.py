@@ -1,0 +1,561 @@
+"""The policy node: runs an exported policy on a robot's ROS 2 topics, with safety.
+
+A lifecycle node (``embodied_policy``):
+
+* **configure** loads the robot spec (``robots.load_robot``) and the exported policy
+  (``embodied.export.load_policy``) and refuses, with the reason logged and published
+  on ``~/safety_state``, an artifact that does not fit the robot
+  (``embodied.export.check_against_robot``), a task it has no observation builder for,
+  or a control period that differs from the robot spec's;
+* **activate** succeeds only once fresh state has arrived; it starts a soft start (a
+  ramp from the measured pose to the default pose), then hands over to the policy;
+* **deactivate** / shutdown / SIGINT send the safe command once.
+
+Topics (relative, so a namespace applies; remap them for a given robot):
+
+========================  =============================  ==============================
+``joint_states``          sensor_msgs/JointState  in     joints mapped by name
+``imu``                   sensor_msgs/Imu         in     legged: orientation, gyro
+``base_velocity``         geometry_msgs/TwistStamped in  legged: base-frame velocity
+``cmd_vel``               geometry_msgs/Twist     in     legged: (vx, vy, yaw rate)
+``goal``                  geometry_msgs/PointStamped in  arm reach target, base frame
+``e_stop``                std_msgs/Bool           in     true latches the safe state
+``joint_trajectory``      trajectory_msgs/JointTrajectory out (``output: joint_trajectory``)
+``joint_position_targets`` std_msgs/Float64MultiArray out (``output: position_array``)
+``~/safety_state``        std_msgs/String (JSON)  out    mode and reason, on every change
+``~/loop_stats``          std_msgs/String (JSON)  out    rate, jitter, latency p50/p99
+========================  =============================  ==============================
+
+Safety (parameters in ``config/<robot>.yaml``): a watchdog (state older than
+``watchdog_periods`` control periods -> safe state; when fresh state returns, the policy
+resumes after an outage shorter than ``resume_window_s``, else a soft start runs again);
+the safe state itself (``hold``: keep the pose measured at the trip, arms; ``damp``:
+targets follow the measured pose so only the D term acts, legged robots); clamps on
+observations, joint targets (limits with a margin), per-step target change and the PD
+torque estimate; an e-stop topic; an attitude cut-off for legged robots; and a
+non-finite check in front of every published command.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import rclpy
+import torch
+from geometry_msgs.msg import PointStamped, Twist, TwistStamped
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+    qos_profile_sensor_data,
+)
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Bool, Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory
+
+from embodied.export import ExportError, check_against_robot, load_policy
+from embodied_ros.description import POLICY_NODE
+from embodied_ros.messages import (
+    JointIndex,
+    StateError,
+    array_message,
+    imu_arrays,
+    joint_state_arrays,
+    trajectory_message,
+    vector3,
+)
+from embodied_ros.observation import ObservationBuilder, RobotState, make_builder
+from embodied_ros.safety import (
+    LoopStats,
+    TargetLimits,
+    Watchdog,
+    clamp_targets,
+    soft_start_targets,
+    tilt_from_quat,
+)
+from robots import RobotSpecError, load_robot
+from sim.actions import make_action_map
+
+OUTPUTS = ("joint_trajectory", "position_array")
+SAFE_MODES = ("hold", "damp")
+# Modes in which the safe command is sent; the first three latch until re-activation.
+LATCHED = ("e_stop", "attitude", "non_finite_action")
+SAFE_STATES = (*LATCHED, "watchdog", "non_finite_observation")
+# State in: newest only, never block the sender. Commands out: reliable depth 1 (matches
+# the reliable subscriptions of ros2_control controllers and best-effort readers alike).
+STATE_QOS = qos_profile_sensor_data
+COMMAND_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                         history=HistoryPolicy.KEEP_LAST)
+LATCHED_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+PARAMETERS: dict[str, Any] = {
+    "robot": "",
+    "policy_path": "",
+    "autostart": False,
+    "control_dt": 0.02,
+    "output": "joint_trajectory",
+    "trajectory_horizon": 0.02,
+    "safe_mode": "hold",
+    "watchdog_periods": 3.0,
+    "joint_limit_margin": 0.02,
+    "max_target_step": 0.25,
+    "torque_limit_scale": 1.0,
+    "soft_start_s": 2.0,
+    "resume_window_s": 0.5,
+    "attitude_limit": 0.0,
+    "obs_clip": 100.0,
+    "stats_period_s": 5.0,
+}
+
+
+class ConfigError(ValueError):
+    """Parameters that do not fit the robot spec or each other."""
+
+
+@dataclass(frozen=True)
+class Params:
+    """The node's parameters, validated."""
+
+    robot: str
+    policy_path: str
+    autostart: bool
+    control_dt: float
+    output: str
+    trajectory_horizon: float
+    safe_mode: str
+    watchdog_periods: float
+    joint_limit_margin: float
+    max_target_step: float
+    torque_limit_scale: float
+    soft_start_s: float
+    resume_window_s: float
+    attitude_limit: float
+    obs_clip: float
+    stats_period_s: float
+
+    def check(self) -> None:
+        """Raise :class:`ConfigError` for values outside their allowed sets."""
+        if not self.robot:
+            raise ConfigError("parameter 'robot' is empty: set it (e.g. robot:=go2)")
+        if not self.policy_path:
+            raise ConfigError("parameter 'policy_path' is empty: pass policy:=PATH to the "
+                              "launch file (an exported policy.pt or policy.onnx)")
+        if self.output not in OUTPUTS:
+            raise ConfigError(f"output '{self.output}' is not one of {OUTPUTS}")
+        if self.safe_mode not in SAFE_MODES:
+            raise ConfigError(f"safe_mode '{self.safe_mode}' is not one of {SAFE_MODES}")
+
+
+class PolicyNode(LifecycleNode):
+    """Lifecycle node running an exported policy with the safety layer (module docstring)."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(POLICY_NODE, **kwargs)
+        for name, default in PARAMETERS.items():
+            self.declare_parameter(name, default)
+        self.safety_pub = self.create_publisher(String, "~/safety_state", LATCHED_QOS)
+        self.stats_pub = self.create_publisher(String, "~/loop_stats", 10)
+        self.mode, self.reason = "unconfigured", ""
+        self.active = False
+        self._ros_objects: list[Any] = []
+        self._startup = None
+        if self.get_parameter("autostart").value:
+            self._startup = self.create_timer(0.05, self._autostart)
+        self._publish_safety()
+
+    # ------------------------------------------------------------ lifecycle
+    def _params(self) -> Params:
+        values = {n: self.get_parameter(n).value for n in PARAMETERS}
+        params = Params(**{k: type(PARAMETERS[k])(v) for k, v in values.items()})
+        params.check()
+        return params
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Load and check the robot spec and the policy; create topics and the loop timer."""
+        try:
+            self._configure()
+        except (ConfigError, ExportError, RobotSpecError, FileNotFoundError, ValueError) as err:
+            self.get_logger().error(f"configure refused: {err}")
+            self._set_mode("unconfigured", f"configure refused: {err}")
+            return TransitionCallbackReturn.FAILURE
+        self.get_logger().info(
+            f"configured: {self.meta['task']} policy {self.p.policy_path} on robot "
+            f"'{self.robot.name}', {1 / self.p.control_dt:.0f} Hz, output {self.p.output}")
+        self._set_mode("inactive", "configured")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _configure(self) -> None:
+        p = self.p = self._params()
+        robot = self.robot = load_robot(p.robot)
+        if abs(p.control_dt - robot.control_dt) > 1e-9:
+            raise ConfigError(f"control_dt {p.control_dt} s differs from robot '{robot.name}' "
+                              f"({robot.control_dt} s = timestep x decimation in robot.yaml); "
+                              f"fix the parameter file")
+        self.policy, self.meta = load_policy(p.policy_path)
+        check_against_robot(self.meta, robot)
+        builder: ObservationBuilder = make_builder(str(self.meta.get("task")), robot)
+        if int(self.meta["obs_dim"]) != builder.obs_dim:
+            raise ConfigError(f"policy takes {self.meta['obs_dim']} observations, task "
+                              f"'{builder.task}' builds {builder.obs_dim}")
+        if builder.legged and p.safe_mode != "damp":
+            self.get_logger().warning("legged robot with safe_mode 'hold': 'damp' is safer")
+        self.builder = builder
+        torch.set_num_threads(1)
+        action = self.meta.get("action") or {}
+        self.action_map = make_action_map(str(action.get("type", "joint_position")), robot, 1,
+                                          float(action.get("speed", 0.5)))
+        self.limits = TargetLimits.from_robot(robot, p.joint_limit_margin, p.max_target_step,
+                                              p.torque_limit_scale)
+        self.joints = JointIndex(robot.ros_joint_names)
+        self.fingers = JointIndex(list(robot.gripper.ros_names)) if robot.gripper else None
+        self.command_names = robot.ros_joint_names + (list(robot.gripper.ros_names)
+                                                      if robot.gripper else [])
+        inputs = ["joint_states"] + (["imu", "base_velocity"] if builder.legged else [])
+        self.watchdogs = {name: Watchdog(p.control_dt, p.watchdog_periods) for name in inputs}
+        self.stats = LoopStats(p.control_dt)
+        self.state: RobotState | None = None
+        self.imu: tuple[np.ndarray, np.ndarray] | None = None
+        self.base_vel: np.ndarray | None = None
+        self.state_stamp = None
+        self.command = np.zeros(3)
+        self.goal: np.ndarray | None = None
+        self.rejected = 0
+        self._reset_control()
+
+        sub = self.create_subscription
+        objs = [sub(JointState, "joint_states", self._on_joint_state, STATE_QOS),
+                sub(Bool, "e_stop", self._on_e_stop, 10)]
+        if builder.legged:
+            objs += [sub(Imu, "imu", self._on_imu, STATE_QOS),
+                     sub(TwistStamped, "base_velocity", self._on_base_velocity, STATE_QOS),
+                     sub(Twist, "cmd_vel", self._on_cmd_vel, 10)]
+        else:
+            objs.append(sub(PointStamped, "goal", self._on_goal, 10))
+        if p.output == "joint_trajectory":
+            self.command_pub = self.create_publisher(JointTrajectory, "joint_trajectory",
+                                                     COMMAND_QOS)
+        else:
+            self.command_pub = self.create_publisher(Float64MultiArray,
+                                                     "joint_position_targets", COMMAND_QOS)
+        timers = [self.create_timer(p.control_dt, self._tick),
+                  self.create_timer(p.stats_period_s, self._publish_stats)]
+        self._ros_objects = [*[(self.destroy_subscription, s) for s in objs],
+                             (self.destroy_publisher, self.command_pub),
+                             *[(self.destroy_timer, t) for t in timers]]
+
+    def _reset_control(self) -> None:
+        g = self.robot.gripper
+        self.last_action = np.zeros(self.robot.action_dim)
+        if g is not None:
+            self.last_action[-1] = 1.0  # gripper open, as at a training reset
+        self.target: np.ndarray | None = None  # arm/leg joint targets last sent
+        self.finger_target = np.full(len(g.joints), g.upper) if g else np.zeros(0)
+        self.hold_target: np.ndarray | None = None
+        self.soft_start_from: np.ndarray | None = None
+        self.soft_start_t0 = 0.0
+        self.safe_since, self.policy_ran = 0.0, False
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Start the soft start, only if every state input is fresh."""
+        now = time.monotonic()
+        stale = {n: w.age(now) for n, w in self.watchdogs.items() if not w.fresh(now)}
+        if stale or self.state is None:
+            ages = ", ".join(f"{n} {a:.3f} s old" if math.isfinite(a) else f"no {n} yet"
+                             for n, a in stale.items())
+            self.get_logger().warning(f"activation refused: no fresh state ({ages})")
+            self._set_mode("inactive", f"activation refused: no fresh state ({ages})")
+            return TransitionCallbackReturn.FAILURE
+        self._reset_control()
+        self._start_soft_start(now)
+        self.active = True
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Send the safe command once and stop commanding."""
+        self.send_safe_command("deactivated")
+        self.active = False
+        self._set_mode("inactive", "deactivated")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Drop the policy, topics and timers."""
+        self._destroy_ros_objects()
+        self._set_mode("unconfigured", "cleaned up")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Safe command, then drop everything."""
+        self.send_safe_command("shutdown")
+        self.active = False
+        self._destroy_ros_objects()
+        self._set_mode("finalized", "shutdown")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _destroy_ros_objects(self) -> None:
+        for destroy, obj in self._ros_objects:
+            destroy(obj)
+        self._ros_objects = []
+        if hasattr(self, "command_pub"):
+            del self.command_pub
+
+    def _autostart(self) -> None:
+        """autostart: configure once, then activate as soon as state is fresh."""
+        label = self._state_machine.current_state[1]
+        if label == "unconfigured":
+            if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                self.destroy_timer(self._startup)  # the error is logged; do not retry
+        elif label == "inactive" and self.state is not None and \
+                all(w.fresh(time.monotonic()) for w in self.watchdogs.values()):
+            self.trigger_activate()
+        elif label != "inactive":
+            self.destroy_timer(self._startup)
+
+    # ------------------------------------------------------------- inputs
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            q, qd, finger = joint_state_arrays(msg, self.joints, self.fingers)
+        except StateError as err:
+            self._reject("joint_states", err)
+            return
+        if self.state is None:
+            self.state = RobotState(q, qd, finger)
+        else:
+            self.state.q, self.state.qd, self.state.finger_q = q, qd, finger
+        self.state_stamp = msg.header.stamp
+        self.watchdogs["joint_states"].state_received(time.monotonic())
+
+    def _on_imu(self, msg: Imu) -> None:
+        try:
+            self.imu = imu_arrays(msg)
+        except StateError as err:
+            self._reject("imu", err)
+            return
+        self.watchdogs["imu"].state_received(time.monotonic())
+
+    def _on_base_velocity(self, msg: TwistStamped) -> None:
+        v = vector3(msg.twist.linear)
+        if not np.all(np.isfinite(v)):
+            self._reject("base_velocity", StateError(f"non-finite base velocity {v.tolist()}"))
+            return
+        self.base_vel = v
+        self.watchdogs["base_velocity"].state_received(time.monotonic())
+
+    def _reject(self, topic: str, err: Exception) -> None:
+        """A state message that is not used: it does not refresh the watchdog."""
+        self.rejected += 1
+        self.get_logger().warning(f"{topic} message rejected ({self.rejected} so far): {err}",
+                                  throttle_duration_sec=1.0)
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        cmd = np.array([msg.linear.x, msg.linear.y, msg.angular.z])
+        if np.all(np.isfinite(cmd)):
+            self.command = cmd
+
+    def _on_goal(self, msg: PointStamped) -> None:
+        goal = vector3(msg.point)
+        if np.all(np.isfinite(goal)):
+            self.goal = goal
+
+    def _on_e_stop(self, msg: Bool) -> None:
+        if msg.data and self.mode != "e_stop":
+            self.get_logger().error("e-stop: safe state latched (deactivate and activate "
+                                    "again to resume)")
+            self._enter_safe("e_stop", "e-stop topic")
+            if self.active:
+                self.send_safe_command("e_stop")
+
+    # -------------------------------------------------------------- the loop
+    def _fresh(self, now: float) -> bool:
+        return self.state is not None and all(w.fresh(now) for w in self.watchdogs.values())
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        self.stats.tick(now)
+        for w in self.watchdogs.values():
+            w.tick()
+        if not self.active:
+            return
+        start = time.perf_counter()
+        if self.mode in LATCHED:
+            self.send_safe_command(self.mode)
+            return
+        if not self._fresh(now):
+            if self.mode != "watchdog":
+                w = self.watchdogs["joint_states"]
+                self._enter_safe("watchdog", "state too old", {
+                    "state_age_s": {n: w.age(now) for n, w in self.watchdogs.items()},
+                    "ticks_since_state": {n: w.ticks_since_state
+                                          for n, w in self.watchdogs.items()},
+                    "max_age_s": w.max_age})
+            self.send_safe_command("watchdog")
+            return
+        if self.mode in ("watchdog", "non_finite_observation"):
+            if now - self.safe_since <= self.p.resume_window_s and self.policy_ran:
+                self._set_mode("policy", "fresh state again after "
+                               f"{now - self.safe_since:.2f} s: policy resumes")
+            else:
+                self._start_soft_start(now)
+        if self.builder.legged and self.p.attitude_limit > 0:
+            tilt = tilt_from_quat(self.imu[0])
+            if tilt > self.p.attitude_limit:
+                self._enter_safe("attitude", f"base tilt {tilt:.2f} rad > "
+                                 f"{self.p.attitude_limit:.2f} rad")
+                self.send_safe_command("attitude")
+                return
+        if self.mode == "soft_start":
+            target, done = soft_start_targets(self.soft_start_from, self.robot.default_pose,
+                                              now - self.soft_start_t0, self.p.soft_start_s)
+            if done:
+                self._hand_over()
+        else:
+            target = self._policy_targets()
+            if target is None:
+                return
+        self._send(target, clamp=True, compute_s=time.perf_counter() - start, now=now)
+
+    def _policy_targets(self) -> np.ndarray | None:
+        """Joint targets from the policy; None (and the safe state) on non-finite values."""
+        if not self.builder.legged and self.goal is None:
+            return self.robot.default_pose.copy()  # no goal yet: keep the default pose
+        state = self.state
+        if self.builder.legged:
+            state.quat_wxyz, state.ang_vel_b = self.imu
+            state.lin_vel_b = self.base_vel
+        task_input = self.command if self.builder.legged else self.goal
+        obs = self.builder.build(state, self.last_action, task_input)
+        if not np.all(np.isfinite(obs)):
+            self._enter_safe("non_finite_observation", "observation has NaN/inf")
+            self.send_safe_command("non_finite_observation")
+            return None
+        obs = np.clip(obs, -self.p.obs_clip, self.p.obs_clip)
+        action = self.policy(obs)[0].numpy().astype(np.float64)
+        if not np.all(np.isfinite(action)):
+            self._enter_safe("non_finite_action", "policy output has NaN/inf")
+            self.send_safe_command("non_finite_action")
+            return None
+        action = np.clip(action, -1.0, 1.0)
+        self.last_action = action
+        self.builder.advance()
+        ctrl = self.action_map(torch.as_tensor(action)[None])[0].numpy()
+        nj = len(self.robot.joints)
+        self.finger_target = ctrl[nj:]
+        return ctrl[:nj]
+
+    def _hand_over(self) -> None:
+        """Soft start done: the policy starts as from a training reset (clock, action
+        targets at the measured pose, the reset's last action)."""
+        self.builder.reset()
+        self.action_map.reset(torch.zeros(1, dtype=torch.long),
+                              torch.as_tensor(self.state.q)[None])
+        self.last_action = np.zeros(self.robot.action_dim)
+        if self.robot.gripper is not None:
+            self.last_action[-1] = 1.0
+        self._set_mode("policy", "soft start done")
+
+    def _start_soft_start(self, now: float) -> None:
+        self.soft_start_from = self.state.q.copy()
+        self.soft_start_t0 = now
+        self.target = None
+        self._set_mode("soft_start", f"ramp to the default pose over {self.p.soft_start_s} s")
+
+    def _enter_safe(self, mode: str, reason: str, extra: dict | None = None) -> None:
+        self.hold_target = None if self.state is None else self.state.q.copy()
+        self.safe_since = time.monotonic()
+        self.policy_ran = self.mode == "policy"
+        self._set_mode(mode, reason, extra)
+
+    def send_safe_command(self, reason: str) -> None:
+        """Publish the safe command: hold the pose of the trip, or damp (follow the pose)."""
+        if self.state is None or not hasattr(self, "command_pub"):
+            return
+        if self.p.safe_mode == "damp" or self.hold_target is None:
+            target = self.state.q.copy()
+        else:
+            target = self.hold_target
+        self._send(target, clamp=False)
+
+    def _send(self, target: np.ndarray, clamp: bool, compute_s: float = 0.0,
+              now: float | None = None) -> None:
+        """Clamp (policy and soft start), check finiteness, publish, remember."""
+        if clamp:
+            target = clamp_targets(target, self.target, self.state.q, self.state.qd,
+                                   self.limits)
+        else:
+            target = np.clip(target, self.limits.lower, self.limits.upper)
+        positions = np.concatenate([target, self.finger_target])
+        if not np.all(np.isfinite(positions)):  # never let NaN reach a command
+            self._enter_safe("non_finite_action", "non-finite joint target")
+            return
+        self.target = target
+        if self.p.output == "joint_trajectory":
+            msg = trajectory_message(self.command_names, positions, self.p.trajectory_horizon,
+                                     self.state_stamp)
+        else:
+            msg = array_message(self.robot.ros_joint_names, target)
+        self.command_pub.publish(msg)
+        if now is not None:
+            self.stats.command(compute_s, self.watchdogs["joint_states"].age(now))
+
+    # ------------------------------------------------------------- reporting
+    def _set_mode(self, mode: str, reason: str, extra: dict | None = None) -> None:
+        changed = mode != self.mode
+        self.mode, self.reason = mode, reason
+        if changed or mode == "unconfigured":
+            self._publish_safety(extra)
+
+    def _publish_safety(self, extra: dict | None = None) -> None:
+        body = {"mode": self.mode, "reason": self.reason, **(extra or {})}
+        self.safety_pub.publish(String(data=json.dumps(body)))
+        if self.mode in SAFE_STATES:
+            self.get_logger().warning(f"mode {self.mode}: {self.reason}")
+        else:
+            self.get_logger().info(f"mode {self.mode}: {self.reason}")
+
+    def _publish_stats(self) -> None:
+        summary = {**self.stats.summary(), "mode": self.mode, "rejected": self.rejected}
+        self.stats_pub.publish(String(data=json.dumps(summary)))
+        self.get_logger().info(
+            "loop {rate_hz:.1f} Hz, jitter p50/p99 {jitter_p50_ms:.2f}/{jitter_p99_ms:.2f} ms,"
+            " state age p50/p99 {state_age_p50_ms:.1f}/{state_age_p99_ms:.1f} ms".format(
+                **summary))
+
+
+def spin_until_signal(node: LifecycleNode, on_exit) -> None:
+    """Spin ``node`` until SIGINT/SIGTERM, then call ``on_exit()`` while ROS still works."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        on_exit()
+        executor.remove_node(node)
+        node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point (``ros2 run embodied_ros policy_node``)."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    node = PolicyNode()
+    spin_until_signal(node, lambda: node.send_safe_command("exit") if node.active else None)
+
+
+if __name__ == "__main__":
+    main()

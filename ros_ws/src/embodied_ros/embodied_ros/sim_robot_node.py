@@ -1,0 +1,250 @@
+"""A simulated robot behind the real robot's topics: the stand-in for hardware.
+
+Runs the robot's MuJoCo model (``robots.robot_mjspec``: the MJCF with one position
+actuator per joint carrying the robot spec's PD gains and effort limits, plus a floor)
+in real time at the control rate: every control period it applies the newest command,
+steps ``decimation`` physics steps and publishes
+
+* ``joint_states`` (sensor_msgs/JointState: every actuated joint by ROS name, position,
+  velocity, actuator effort),
+* for floating-base robots ``imu`` (sensor_msgs/Imu: orientation, body-frame angular
+  velocity, accelerometer) and ``base_velocity`` (geometry_msgs/TwistStamped, base
+  frame: what a state estimator provides on hardware),
+* ground truth for tests and benchmarks: ``ground_truth/base_pose`` and
+  ``ground_truth/ee_pose`` (geometry_msgs/PoseStamped, world frame).
+
+It follows ``joint_trajectory`` (trajectory_msgs/JointTrajectory, joints by name; the
+first point's positions) or ``joint_position_targets`` (std_msgs/Float64MultiArray in
+robot.yaml order), per the ``command`` parameter. ``~/reset`` (std_msgs/Empty) puts
+the robot back in its default pose. ``~/loop_stats`` (JSON) reports the step rate and
+the latency from a state message to the command computed from it (for
+JointTrajectory, whose header carries the stamp of that state).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+
+import mujoco
+import numpy as np
+import rclpy
+import torch
+from geometry_msgs.msg import PoseStamped, TwistStamped
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from rclpy.signals import SignalHandlerOptions
+from rclpy.time import Time
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Empty, Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory
+
+from embodied_ros.description import SIM_ROBOT_NODE
+from embodied_ros.observation import floating_base_state
+from embodied_ros.policy_node import spin_until_signal
+from embodied_ros.safety import percentiles
+from robots import load_robot, robot_mjspec
+from sim.task import add_floor_and_light
+
+COMMANDS = ("joint_trajectory", "position_array")
+
+
+class SimRobotNode(Node):
+    """A MuJoCo robot at the control rate behind JointState / Imu / command topics."""
+
+    def __init__(self, **kwargs):
+        super().__init__(SIM_ROBOT_NODE, **kwargs)
+        robot_name = self.declare_parameter("robot", "").value
+        command = self.declare_parameter("command", "joint_trajectory").value
+        self.base_height = float(self.declare_parameter("base_height", 0.0).value)
+        rtf = float(self.declare_parameter("real_time_factor", 1.0).value)
+        if command not in COMMANDS:
+            raise ValueError(f"command '{command}' is not one of {COMMANDS}")
+        robot = self.robot = load_robot(robot_name)
+        self.model, self.data = self._build(robot)
+        m = self.model
+        names = robot.joint_names + (list(robot.gripper.joints) if robot.gripper else [])
+        self.ros_names = robot.ros_joint_names + (list(robot.gripper.ros_names)
+                                                  if robot.gripper else [])
+        jid = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, n) for n in names]
+        self.qadr = m.jnt_qposadr[jid]
+        self.dadr = m.jnt_dofadr[jid]
+        self.actuator = {ros: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_ACTUATOR, n)
+                         for ros, n in zip(self.ros_names, names, strict=True)}
+        self.nj = len(robot.joints)
+        self.free_adr = None
+        if robot.floating_base:
+            base = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, robot.base_body)
+            free = m.body_jntadr[base]
+            self.free_adr = (m.jnt_qposadr[free], m.jnt_dofadr[free])
+        self.base_id = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, robot.base_body)
+        ee = robot.sites.get("ee")
+        self.ee_site = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, ee) if ee else -1
+        self.reset()
+
+        self.state_pub = self.create_publisher(JointState, "joint_states",
+                                               qos_profile_sensor_data)
+        self.base_pose_pub = self.create_publisher(PoseStamped, "ground_truth/base_pose", 10)
+        self.ee_pose_pub = self.create_publisher(PoseStamped, "ground_truth/ee_pose", 10) \
+            if self.ee_site >= 0 else None
+        if robot.floating_base:
+            self.imu_pub = self.create_publisher(Imu, "imu", qos_profile_sensor_data)
+            self.vel_pub = self.create_publisher(TwistStamped, "base_velocity",
+                                                 qos_profile_sensor_data)
+        if command == "joint_trajectory":
+            self.create_subscription(JointTrajectory, "joint_trajectory", self._on_trajectory,
+                                     qos_profile_sensor_data)
+        else:
+            self.create_subscription(Float64MultiArray, "joint_position_targets",
+                                     self._on_array, qos_profile_sensor_data)
+        self.create_subscription(Empty, "~/reset", lambda _msg: self.reset(), 10)
+        self.stats_pub = self.create_publisher(String, "~/loop_stats", 10)
+        self.latency: deque[float] = deque(maxlen=2000)
+        self.periods: deque[float] = deque(maxlen=2000)
+        self.commands = self.steps = 0
+        self._last_tick: float | None = None
+        self.create_timer(robot.control_dt / rtf, self._tick)
+        self.create_timer(2.0, self._publish_stats)
+        self.get_logger().info(f"simulated {robot.name}: {len(self.ros_names)} joints, "
+                               f"{1 / robot.control_dt:.0f} Hz, command topic {command}")
+
+    # ------------------------------------------------------------- model
+    def _build(self, robot) -> tuple[mujoco.MjModel, mujoco.MjData]:
+        spec = robot_mjspec(robot)
+        add_floor_and_light(spec)
+        imu_site = robot.sites.get("imu")
+        if robot.floating_base and imu_site:
+            sensor = spec.add_sensor()
+            sensor.name = "imu_acc"
+            sensor.type = mujoco.mjtSensor.mjSENS_ACCELEROMETER
+            sensor.objtype = mujoco.mjtObj.mjOBJ_SITE
+            sensor.objname = imu_site
+        model = spec.compile()
+        return model, mujoco.MjData(model)
+
+    def reset(self) -> None:
+        """Default pose, zero velocity, targets = default pose (gripper open)."""
+        m, d, robot = self.model, self.data, self.robot
+        mujoco.mj_resetData(m, d)
+        if self.free_adr is not None:
+            a = self.free_adr[0]
+            d.qpos[a:a + 7] = [0.0, 0.0, self.base_height, 1.0, 0.0, 0.0, 0.0]
+        d.qpos[self.qadr[:self.nj]] = robot.default_pose
+        d.ctrl[:self.nj] = robot.default_pose
+        if robot.gripper:
+            d.qpos[self.qadr[self.nj:]] = robot.gripper.upper
+            d.ctrl[self.nj:] = robot.gripper.upper
+        mujoco.mj_forward(m, d)
+
+    # ----------------------------------------------------------- commands
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        if not msg.points:
+            return
+        positions = msg.points[0].positions
+        if len(positions) != len(msg.joint_names):
+            self.get_logger().warning("trajectory point size differs from joint_names",
+                                      throttle_duration_sec=1.0)
+            return
+        for name, value in zip(msg.joint_names, positions, strict=True):
+            act = self.actuator.get(name)
+            if act is not None and np.isfinite(value):
+                self.data.ctrl[act] = value
+        self.commands += 1
+        stamp = Time.from_msg(msg.header.stamp)
+        if stamp.nanoseconds > 0:
+            now = self.get_clock().now()
+            self.latency.append((now - stamp).nanoseconds * 1e-9)
+
+    def _on_array(self, msg: Float64MultiArray) -> None:
+        values = np.asarray(msg.data, dtype=np.float64)
+        if values.shape != (self.nj,) or not np.all(np.isfinite(values)):
+            self.get_logger().warning(f"position targets must be {self.nj} finite values, got "
+                                      f"{values.tolist()}", throttle_duration_sec=1.0)
+            return
+        self.data.ctrl[:self.nj] = values
+        self.commands += 1
+
+    # -------------------------------------------------------------- loop
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if self._last_tick is not None:
+            self.periods.append(now - self._last_tick)
+        self._last_tick = now
+        for _ in range(self.robot.decimation):
+            mujoco.mj_step(self.model, self.data)
+        self.steps += 1
+        self._publish_state()
+
+    def _publish_state(self) -> None:
+        d = self.data
+        stamp = self.get_clock().now().to_msg()
+        js = JointState()
+        js.header.stamp = stamp
+        js.name = self.ros_names
+        js.position = d.qpos[self.qadr].tolist()
+        js.velocity = d.qvel[self.dadr].tolist()
+        js.effort = [float(d.actuator_force[self.actuator[n]]) for n in self.ros_names]
+        self.state_pub.publish(js)
+        base = PoseStamped()
+        base.header.stamp, base.header.frame_id = stamp, "world"
+        _set_pose(base, d.xpos[self.base_id], d.xquat[self.base_id])
+        self.base_pose_pub.publish(base)
+        if self.ee_pose_pub is not None:
+            ee = PoseStamped()
+            ee.header.stamp, ee.header.frame_id = stamp, "world"
+            quat = np.empty(4)
+            mujoco.mju_mat2Quat(quat, d.site_xmat[self.ee_site])
+            _set_pose(ee, d.site_xpos[self.ee_site], quat)
+            self.ee_pose_pub.publish(ee)
+        if self.free_adr is not None:
+            self._publish_base(stamp)
+
+    def _publish_base(self, stamp) -> None:
+        d, (qa, va) = self.data, self.free_adr
+        quat, ang_b, lin_b = floating_base_state(d.qpos[qa:qa + 7], d.qvel[va:va + 6])
+        imu = Imu()
+        imu.header.stamp, imu.header.frame_id = stamp, self.robot.base_body
+        o = imu.orientation
+        o.w, o.x, o.y, o.z = (float(v) for v in quat)
+        w = imu.angular_velocity
+        w.x, w.y, w.z = (float(v) for v in ang_b)
+        if self.model.nsensor:
+            a = imu.linear_acceleration
+            a.x, a.y, a.z = (float(v) for v in d.sensordata[:3])
+        self.imu_pub.publish(imu)
+        vel = TwistStamped()
+        vel.header.stamp, vel.header.frame_id = stamp, self.robot.base_body
+        vel.twist.linear.x, vel.twist.linear.y, vel.twist.linear.z = (float(v) for v in lin_b)
+        vel.twist.angular.x, vel.twist.angular.y, vel.twist.angular.z = \
+            (float(v) for v in ang_b)
+        self.vel_pub.publish(vel)
+
+    def _publish_stats(self) -> None:
+        lat = percentiles(self.latency)
+        per = percentiles(self.periods)
+        jit = percentiles(abs(p - self.robot.control_dt) for p in self.periods)
+        body = {"steps": self.steps, "commands": self.commands,
+                "rate_hz": 1.0 / float(np.mean(self.periods)) if self.periods else None,
+                "period_p50_ms": per[0] * 1e3, "period_p99_ms": per[1] * 1e3,
+                "jitter_p50_ms": jit[0] * 1e3, "jitter_p99_ms": jit[1] * 1e3,
+                "command_latency_p50_ms": lat[0] * 1e3, "command_latency_p99_ms": lat[1] * 1e3}
+        self.stats_pub.publish(String(data=json.dumps(body)))
+
+
+def _set_pose(msg: PoseStamped, pos, quat_wxyz) -> None:
+    p, o = msg.pose.position, msg.pose.orientation
+    p.x, p.y, p.z = (float(v) for v in pos)
+    o.w, o.x, o.y, o.z = (float(v) for v in quat_wxyz)
+
+
+def main(args: list[str] | None = None) -> None:
+    """Entry point (``ros2 run embodied_ros sim_robot_node``)."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    torch.set_num_threads(1)
+    node = SimRobotNode()
+    spin_until_signal(node, lambda: None)
+
+
+if __name__ == "__main__":
+    main()

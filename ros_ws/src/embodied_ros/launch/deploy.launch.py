@@ -1,0 +1,31 @@
+"""Run an exported policy on a real robot.
+
+    ros2 launch embodied_ros deploy.launch.py robot:=go2 policy:=/path/to/policy.pt
+        [namespace:=robot1] [params_file:=my_go2.yaml] [autostart:=false]
+        [remappings:="joint_states:=/lowstate/joint_states,imu:=/lowstate/imu"]
+
+The node set comes from embodied_ros.description.deploy_nodes, the same description the
+process launcher uses on machines without launch_ros.
+"""
+
+from launch import LaunchDescription
+
+from embodied_ros.description import as_bool, deploy_nodes
+from embodied_ros.launch_actions import arguments, nodes_from
+
+ARGS = {
+    "robot": ("go2", "robot name (robots/<robot>/robot.yaml, config/<robot>.yaml)"),
+    "policy": ("", "exported policy.pt or policy.onnx (embodied export)"),
+    "namespace": ("", "namespace of the node and its topics"),
+    "params_file": ("", "parameter file; default config/<robot>.yaml"),
+    "remappings": ("", "comma-separated from:=to topic remappings"),
+    "autostart": ("false", "configure at once and activate on fresh state"),
+}
+
+
+def _build(robot, policy, namespace, params_file, remappings, autostart):
+    return deploy_nodes(robot, policy, namespace, params_file, remappings, as_bool(autostart))
+
+
+def generate_launch_description() -> LaunchDescription:
+    return LaunchDescription([*arguments(ARGS), nodes_from(_build, list(ARGS))])

@@ -1,0 +1,37 @@
+"""Run an exported policy on the simulated robot: the policy node + a MuJoCo robot node.
+
+    ros2 launch embodied_ros sim_deploy.launch.py robot:=panda policy:=/path/to/policy.pt
+
+Both nodes speak the topics of the real robot, so this is the full stand-in for hardware.
+Discovery defaults to this machine only (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST).
+"""
+
+from launch import LaunchDescription
+from launch.actions import SetEnvironmentVariable
+from launch.substitutions import LaunchConfiguration
+
+from embodied_ros.description import as_bool, sim_deploy_nodes
+from embodied_ros.launch_actions import arguments, nodes_from
+
+ARGS = {
+    "robot": ("panda", "robot name (robots/<robot>/robot.yaml, config/<robot>.yaml)"),
+    "policy": ("", "exported policy.pt or policy.onnx (embodied export)"),
+    "namespace": ("", "namespace of both nodes and their topics"),
+    "params_file": ("", "parameter file; default config/<robot>.yaml"),
+    "autostart": ("true", "configure at once and activate on fresh state"),
+    "discovery_range": ("LOCALHOST", "ROS_AUTOMATIC_DISCOVERY_RANGE for both nodes"),
+}
+
+
+def _build(robot, policy, namespace, params_file, autostart, discovery_range):
+    return sim_deploy_nodes(robot, policy, namespace, params_file, as_bool(autostart))
+
+
+def generate_launch_description() -> LaunchDescription:
+    return LaunchDescription([
+        *arguments(ARGS),
+        SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE",
+                               LaunchConfiguration("discovery_range")),
+        nodes_from(_build, list(ARGS)),
+    ])
+

@@ -1,0 +1,232 @@
+"""The bridge's pieces without DDS: observations equal the simulator's, safety clamps,
+watchdog, message mapping, parameter files against the robot specs, launch description."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from sensor_msgs.msg import JointState
+
+from embodied_ros.description import (
+    config_file,
+    deploy_nodes,
+    package_dir,
+    parse_remappings,
+    sim_deploy_nodes,
+)
+from embodied_ros.messages import JointIndex, StateError, joint_state_arrays
+from embodied_ros.observation import (
+    ReachObservation,
+    RobotState,
+    WalkObservation,
+    floating_base_state,
+)
+from embodied_ros.policy_node import OUTPUTS, PARAMETERS, SAFE_MODES
+from embodied_ros.safety import (
+    TargetLimits,
+    Watchdog,
+    clamp_targets,
+    soft_start_targets,
+    tilt_from_quat,
+)
+from robots import load_robot
+from sim import DomainRandomization, make_env
+
+
+def _env(task: str, n: int = 4):
+    return make_env(task, num_envs=n, seed=3, obs_noise=False,
+                    randomization=DomainRandomization(enabled=False))
+
+
+def test_reach_observation_is_the_simulators():
+    env = _env("panda_reach")
+    try:
+        env.reset()
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(5):
+            obs, *_ = env.step(torch.rand(4, env.action_dim, generator=gen) * 2 - 1)
+        task = env.task
+        builder = ReachObservation(env.robot)
+        for i in range(4):
+            state = RobotState(task.joint_pos[i].numpy(), task.joint_vel[i].numpy(),
+                               task.sim.qpos[i, task.finger_qpos_ids].numpy())
+            built = builder.build(state, task.last_action[i].numpy(), task.target[i].numpy())
+            np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
+    finally:
+        env.close()
+
+
+def test_walk_observation_is_the_simulators():
+    env = _env("go2_walk")
+    try:
+        env.reset()
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(5):
+            obs, *_ = env.step(0.3 * (torch.rand(4, env.action_dim, generator=gen) * 2 - 1))
+        task, sim = env.task, env.task.sim
+        builder = WalkObservation(env.robot)
+        qa, va = task.root_qpos.start, task.root_dof.start
+        for i in range(4):
+            builder.reset(float(task.phase[i]))
+            quat, ang, lin = floating_base_state(sim.qpos[i, qa:qa + 7].numpy(),
+                                                 sim.qvel[i, va:va + 6].numpy())
+            state = RobotState(task.joint_pos[i].numpy(), task.joint_vel[i].numpy(),
+                               quat_wxyz=quat, ang_vel_b=ang, lin_vel_b=lin)
+            built = builder.build(state, task.last_action[i].numpy(), task.commands[i].numpy())
+            np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
+    finally:
+        env.close()
+
+
+# ------------------------------------------------------------------ safety
+@pytest.fixture(scope="module")
+def panda_limits():
+    robot = load_robot("panda")
+    return robot, TargetLimits.from_robot(robot, margin=0.02, max_step=0.25, torque_scale=1.0)
+
+
+def test_targets_stay_inside_limits_with_margin(panda_limits):
+    robot, limits = panda_limits
+    q = robot.default_pose
+    wild = q + np.array([10, -10, 10, 10, -10, 10, -10.0])
+    out = clamp_targets(wild, None, robot.lower + 0.01, np.zeros(7), limits)
+    assert np.all(out >= robot.lower + 0.02 - 1e-12)
+    assert np.all(out <= robot.upper - 0.02 + 1e-12)
+
+
+def test_target_step_and_torque_are_bounded(panda_limits):
+    robot, limits = panda_limits
+    q = robot.default_pose
+    far = q + 1.0
+    out = clamp_targets(far, q, q, np.zeros(7), limits)
+    assert np.all(np.abs(out - q) <= 0.25 + 1e-12)  # per-step change
+    torque = robot.kp * (out - q) - robot.kd * 0.0
+    assert np.all(np.abs(torque) <= robot.effort + 1e-9)  # PD torque estimate
+    assert np.any(np.abs(out - q) < 0.25 - 1e-6)  # the torque bound binds (5-7: kp vs effort)
+    small = q + 0.01
+    np.testing.assert_allclose(clamp_targets(small, q, q, np.zeros(7), limits), small)
+
+
+def test_soft_start_ramps_from_measured_pose_to_default():
+    start, default = np.array([0.5, -1.0]), np.array([0.0, 0.0])
+    first, done0 = soft_start_targets(start, default, 0.0, 2.0)
+    mid, _ = soft_start_targets(start, default, 1.0, 2.0)
+    end, done = soft_start_targets(start, default, 2.0, 2.0)
+    np.testing.assert_allclose(first, start)
+    np.testing.assert_allclose(mid, 0.5 * (start + default))
+    np.testing.assert_allclose(end, default)
+    assert done and not done0
+
+
+def test_watchdog_age_and_ticks():
+    dog = Watchdog(control_dt=0.02, periods=3)
+    assert not dog.fresh(0.0)  # nothing received yet
+    dog.state_received(10.0)
+    dog.tick()
+    dog.tick()
+    assert dog.fresh(10.04)
+    assert not dog.fresh(10.07)  # older than three periods
+    dog.tick()
+    assert not dog.fresh(10.01)  # three ticks without state
+    dog.state_received(10.08)
+    assert dog.fresh(10.09)
+
+
+def test_tilt_from_quaternion():
+    assert tilt_from_quat(np.array([1.0, 0, 0, 0])) == pytest.approx(0.0)
+    half = 0.5 * 0.7
+    assert tilt_from_quat(np.array([math.cos(half), math.sin(half), 0, 0])) == \
+        pytest.approx(0.7)
+    assert tilt_from_quat(np.array([math.cos(0.9), 0, 0, math.sin(0.9)])) == \
+        pytest.approx(0.0, abs=1e-7)  # yaw is not tilt
+
+
+# ---------------------------------------------------------------- messages
+def test_joint_states_are_mapped_by_name_and_checked():
+    robot = load_robot("panda")
+    joints = JointIndex(robot.ros_joint_names)
+    fingers = JointIndex(list(robot.gripper.ros_names))
+    names = list(reversed(robot.ros_joint_names)) + list(robot.gripper.ros_names)
+    msg = JointState(name=names, position=[float(i) for i in range(9)],
+                     velocity=[10.0 + i for i in range(9)])
+    q, qd, finger = joint_state_arrays(msg, joints, fingers)
+    np.testing.assert_array_equal(q, [6, 5, 4, 3, 2, 1, 0])
+    np.testing.assert_array_equal(qd, [16, 15, 14, 13, 12, 11, 10])
+    np.testing.assert_array_equal(finger, [7, 8])
+    msg.position[2] = float("nan")
+    with pytest.raises(StateError, match="non-finite"):
+        joint_state_arrays(msg, joints, fingers)
+    with pytest.raises(StateError, match="lacks joints"):
+        joint_state_arrays(JointState(name=names[1:], position=[0.0] * 8, velocity=[0.0] * 8),
+                           joints, fingers)
+
+
+# ------------------------------------------------------- parameter files
+@pytest.mark.parametrize("robot_name", ["panda", "go2"])
+def test_parameter_file_fits_the_robot_spec(robot_name):
+    data = yaml.safe_load(config_file(robot_name).read_text())
+    policy = data["/**/embodied_policy"]["ros__parameters"]
+    sim = data["/**/sim_robot"]["ros__parameters"]
+    unknown = set(policy) - set(PARAMETERS)
+    assert not unknown, f"unknown policy node parameters {unknown}"
+    robot = load_robot(robot_name)
+    assert policy["robot"] == sim["robot"] == robot.name
+    assert policy["control_dt"] == pytest.approx(robot.control_dt, abs=1e-12)
+    assert policy["output"] in OUTPUTS and policy["safe_mode"] in SAFE_MODES
+    assert sim["command"] == policy["output"]  # the simulated robot follows that topic
+    assert (policy["attitude_limit"] > 0) == robot.floating_base
+    assert (policy["safe_mode"] == "damp") == robot.floating_base
+
+
+# --------------------------------------------------------- launch description
+def test_description_gives_one_set_of_node_arguments():
+    nodes = sim_deploy_nodes("go2", "/policies/go2/policy.pt", namespace="robot1")
+    policy, sim = nodes
+    args = policy.ros_args()
+    assert args[:3] == ["--ros-args", "-r", "__node:=embodied_policy"]
+    assert "__ns:=/robot1" in args and str(config_file("go2")) in args
+    assert "policy_path:=/policies/go2/policy.pt" in args and "autostart:=true" in args
+    assert sim.overrides["robot"] == "go2" and not sim.lifecycle and policy.lifecycle
+    (real,) = deploy_nodes("go2", "p.pt", remappings="joint_states:=/lowstate/joints")
+    assert real.remappings == (("joint_states", "/lowstate/joints"),)
+    assert "joint_states:=/lowstate/joints" in real.ros_args()
+    with pytest.raises(ValueError, match="from:=to"):
+        parse_remappings("joint_states")
+
+
+@pytest.mark.parametrize("name,builder", [("deploy", "deploy_nodes"),
+                                          ("sim_deploy", "sim_deploy_nodes")])
+def test_launch_files_build_nodes_from_the_description(name, builder):
+    path = package_dir() / "launch" / f"{name}.launch.py"
+    tree = ast.parse(path.read_text())
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call)
+              and isinstance(n.func, ast.Name)}
+    assert builder in called and "generate_launch_description" in {
+        n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+@pytest.mark.parametrize("name", ["deploy", "sim_deploy"])
+def test_launch_files_run_with_launch_ros(name):
+    pytest.importorskip("launch_ros", reason="launch_ros is not installable from PyPI here; "
+                        "the same nodes are started from the same description by "
+                        "embodied_ros.launcher in the DDS tests")
+    from launch import LaunchContext
+    from launch_ros.actions import Node
+
+    path = package_dir() / "launch" / f"{name}.launch.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_launch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    description = module.generate_launch_description()
+    context = LaunchContext()
+    for entity in description.entities:
+        entity.visit(context)
+    nodes = [e for a in description.entities if hasattr(a, "execute")
+             for e in (a.execute(context) or []) if isinstance(e, Node)]
+    assert nodes and all(n.node_package == "embodied_ros" for n in nodes)
