@@ -30,6 +30,7 @@ from embodied.export import (
     resolve_run,
     sha256_file,
 )
+from embodied.locomotion_eval import format_tracking, is_legged, tracking_summary
 from embodied.rl.evaluate import evaluate_and_film
 
 EVAL_SEED_OFFSET = 10_000  # the end-of-training evaluation uses seed + 10000 too
@@ -137,10 +138,13 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
     video_path = out_dir / f"eval_{stamp}.mp4" if bool(cfg.video) else None
     start = time.perf_counter()
     with torch.inference_mode():
+        tracking = tracking_summary(policy, env, seed=seed) if is_legged(env) else None
         result = evaluate_and_film(policy, env, video_path, video_envs=int(cfg.video_envs),
                                    cameras=cfg.get("cameras"), width=int(cfg.width),
                                    height=int(cfg.height), fps=int(cfg.fps), episodes=episodes,
                                    progress=bool(cfg.progress))
+    if tracking is not None:
+        result["velocity_tracking"] = tracking
     record = {
         "task": task["name"],
         "robot": env.robot.name,
@@ -170,5 +174,7 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
         print(f"  video               {record['video']}")
     elif record["render_error"]:
         print(f"  video               not written: {record['render_error']}")
+    if "velocity_tracking" in record:
+        print(f"  walking             {format_tracking(record['velocity_tracking'])}")
     print(f"  results             {path}")
     return record

@@ -56,8 +56,7 @@ def evaluate_velocity_tracking(policy: Callable[[torch.Tensor], torch.Tensor], e
     task.set_command(ids, cmd)
     if not pushes and hasattr(task, "push_timer"):
         task.push_timer[:] = float("inf")
-    # The command is part of the observation: rebuild it with the new command.
-    obs = env._observe(noise=True) if hasattr(env, "_observe") else obs
+    obs = env.observe()  # the command is part of the observation
 
     start = task.base_pos[:, :2].clone()
     heading = quat_rotate(task.base_quat, torch.tensor([[1.0, 0.0, 0.0]], dtype=torch.float64)
@@ -113,3 +112,25 @@ def evaluate_velocity_tracking(policy: Callable[[torch.Tensor], torch.Tensor], e
         "per_env": {"forward_distance_m": forward.tolist(), "lin_vel_error_mps": lin_err.tolist(),
                     "fell": fell.tolist()},
     }
+
+
+def is_legged(env: BatchedEnv) -> bool:
+    """The env's task takes velocity commands (so a velocity-tracking evaluation applies)."""
+    return hasattr(env.task, "set_command")
+
+
+def tracking_summary(policy: Callable[[torch.Tensor], torch.Tensor], env: BatchedEnv,
+                     command: Sequence[float] = (0.5, 0.0, 0.0), seconds: float = 10.0,
+                     seed: int | None = 0) -> dict[str, Any]:
+    """:func:`evaluate_velocity_tracking` without the per-env lists, for records and summaries."""
+    result = evaluate_velocity_tracking(policy, env, command, seconds, seed=seed)
+    result.pop("per_env")
+    return result
+
+
+def format_tracking(result: dict[str, Any]) -> str:
+    """One summary line: distance, speed, tracking error and falls under the command."""
+    vx, vy, yaw = result["command"]
+    return (f"command ({vx:g}, {vy:g}, {yaw:g}) for {result['seconds']:.0f} s: walked "
+            f"{result['forward_distance_m']:.2f} m forward, speed error "
+            f"{result['lin_vel_error_mps']:.2f} m/s, falls {result['falls']}/{result['episodes']}")

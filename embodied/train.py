@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from embodied.config import ConfigError, save_config
 from embodied.demo import env_kwargs
+from embodied.locomotion_eval import format_tracking, is_legged, tracking_summary
 from embodied.plots import plot_learning_curve
 from embodied.reward.rl_wrapper import RewardEnv, wrap_reward
 from embodied.rl import OnPolicyRunner, PPOConfig
@@ -97,10 +98,15 @@ def run_eval(cfg: DictConfig, policy: Callable[[torch.Tensor], torch.Tensor],
     env = make_train_env(cfg, int(cfg.eval.num_envs), int(cfg.seed) + 10_000)
     if isinstance(policy, torch.nn.Module):
         policy.eval()
+    # How a legged policy walks under a fixed forward command (before the env is closed).
+    tracking = tracking_summary(policy, env, seed=int(cfg.seed) + 10_000) \
+        if is_legged(env) else None
     result = evaluate_and_film(
         policy, env, run_dir / "eval.mp4", video_envs=int(cfg.eval.video_envs),
         cameras=cfg.eval.cameras, width=int(cfg.eval.width), height=int(cfg.eval.height),
         fps=int(cfg.eval.fps))
+    if tracking is not None:
+        result["velocity_tracking"] = tracking
     (run_dir / "eval.json").write_text(json.dumps(result, indent=2))
     return result
 
@@ -123,6 +129,8 @@ def print_summary(header: str, last: dict | None, n_episodes: int,
             print(f"  eval video          {evaluation['video']}")
         elif evaluation["render_error"]:
             print(f"  eval video          not written: {evaluation['render_error']}")
+        if "velocity_tracking" in evaluation:
+            print(f"  walking             {format_tracking(evaluation['velocity_tracking'])}")
 
 
 def run_train(cfg: DictConfig) -> dict[str, Any]:

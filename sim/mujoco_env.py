@@ -231,6 +231,10 @@ class MujocoBatchEnv:
         self._reset_envs(torch.arange(self.num_envs))
         return self._observe(noise=True)
 
+    def observe(self, noise: bool = True) -> torch.Tensor:
+        """The current observation [B, obs_dim], e.g. after a task command was changed."""
+        return self._observe(noise=noise)
+
     def _diverged(self, qpos_before: torch.Tensor) -> torch.Tensor:
         s = self.state
         bad = ~torch.isfinite(s.qpos).all(1) | ~torch.isfinite(s.qvel).all(1)

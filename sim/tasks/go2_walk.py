@@ -115,7 +115,7 @@ REWARD_WEIGHTS: dict[str, float] = {
     "joint_torques": -2.0e-4,
     "joint_acc": -2.5e-7,
     "action_rate": -0.01,
-    "gait_contact": 1.0,
+    "gait_contact": 2.0,
     "feet_clearance": -30.0,
     "undesired_contacts": -1.0,
     "flat_orientation": -2.5,

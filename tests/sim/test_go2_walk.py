@@ -34,7 +34,7 @@ def test_observation_layout_and_size(env):
     t = env.task
     ref = build_observation(t.lin_vel_b, t.ang_vel_b, t.base_quat, t.commands, t.phase,
                             t.joint_pos, t.joint_vel, t.default_q, t.last_action)
-    torch.testing.assert_close(env._observe(noise=False), ref.float())
+    torch.testing.assert_close(env.observe(noise=False), ref.float())
     # Upright at reset: gravity points down the base z axis.
     assert (obs[:, 8] < -0.95).all()
     # The gait clock is a unit vector.
@@ -134,5 +134,5 @@ def test_set_command_holds_until_reset(env):
     assert (t.commands[: N // 2, 0] == 0.5).all()
     assert torch.isinf(t.command_timer[: N // 2]).all()
     # The command is observed (velocity_command, no noise).
-    obs = env._observe(noise=True)
+    obs = env.observe()
     torch.testing.assert_close(obs[: N // 2, 9:12], t.commands[: N // 2].float())
