@@ -157,6 +157,14 @@ def ros_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[RosGr
 
 
 @pytest.fixture(scope="session")
+def panda_policy() -> Path:
+    """The small exported panda_reach policy in assets/."""
+    if not PANDA_POLICY.is_file():
+        pytest.fail(f"{PANDA_POLICY} is missing (see assets/policies/panda_reach/README.md)")
+    return PANDA_POLICY
+
+
+@pytest.fixture(scope="session")
 def untrained_go2_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A go2_walk policy from a freshly initialised ActorCritic, through the real export code
     (TorchScript with the metadata inside): exercises the legged path without a walker."""

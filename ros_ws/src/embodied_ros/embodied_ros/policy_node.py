@@ -510,9 +510,9 @@ class PolicyNode(LifecycleNode):
 
     # ------------------------------------------------------------- reporting
     def _set_mode(self, mode: str, reason: str, extra: dict | None = None) -> None:
-        changed = mode != self.mode
+        changed = (mode, reason) != (self.mode, self.reason)
         self.mode, self.reason = mode, reason
-        if changed or mode == "unconfigured":
+        if changed:
             self._publish_safety(extra)
 
     def _publish_safety(self, extra: dict | None = None) -> None:
