@@ -1,0 +1,43 @@
+"""`embodied reward train`, `embodied reward eval` and `embodied train reward=prm` end to end."""
+
+from __future__ import annotations
+
+import json
+
+from embodied.cli import main
+
+
+def test_reward_train_eval_and_rl_with_prm(tmp_path, capsys):
+    run = tmp_path / "prm_run"
+    assert main(["reward", "train", "task=panda_reach", "data.episodes=16", "data.batch_envs=8",
+                 "data.stride=10", "data.width=32", "data.height=32", "model.image_size=32",
+                 "model.text=learned", "model.dim=32", "train.epochs=1", "train.batch_size=16",
+                 f"run_dir={run}"]) == 0
+    assert (run / "prm.pt").is_file() and (run / "eval.png").is_file()
+    assert (run / "data" / "meta.json").is_file() and (run / "config.yaml").is_file()
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert {"voc", "voc_reversed", "success_f1", "success_auroc", "progress_pearson",
+            "pairwise_accuracy", "counterfactual_gap"} <= set(metrics)
+
+    assert main(["reward", "eval", f"reward.checkpoint={run}"]) == 0
+    assert (run / "eval_metrics.json").is_file()
+
+    train_dir = tmp_path / "ppo"
+    assert main(["train", "task=panda_reach", "reward=prm", f"reward.checkpoint={run}",
+                 "reward.loop.distill.label_envs=2", "num_envs=4", "max_iterations=1",
+                 "algo.num_steps=8", "eval.num_envs=0", "progress=false",
+                 f"run_dir={train_dir}"]) == 0
+    summary = json.loads((train_dir / "summary.json").read_text())
+    assert summary["reward"] == "prm+sparse"
+    assert summary["reward_timing"]["scoring"] == "distilled"
+    assert summary["reward_timing"]["frames_scored"] > 0
+    out = capsys.readouterr().out
+    assert "time share" in out
+
+
+def test_reward_train_errors_are_clear(tmp_path, capsys):
+    assert main(["reward", "train", f"data.path={tmp_path}", f"run_dir={tmp_path / 'r'}"]) == 2
+    assert "not a PRM frame dataset" in capsys.readouterr().err
+    assert main(["train", "task=panda_reach", "reward=prm",
+                 f"reward.checkpoint={tmp_path / 'nothing'}", f"run_dir={tmp_path / 't'}"]) == 2
+    assert "embodied reward train" in capsys.readouterr().err

@@ -1,0 +1,156 @@
+"""Reward in the RL loop: RewardEnv's rewards match direct scoring; terminal frames; modes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from embodied.reward import RewardMixer, make_reward_model
+from embodied.reward.prm.checkpoint import save_prm
+from embodied.reward.prm.network import MultiViewPRM, PRMConfig
+from embodied.reward.rl_wrapper import DistillConfig, RewardEnv, wrap_reward
+from sim import make_env
+
+GAMMA = 0.9
+
+
+@pytest.fixture(scope="module")
+def prm(tmp_path_factory):
+    """A real (untrained, randomly initialised) PRM checkpoint at 32x32."""
+    torch.manual_seed(0)
+    net = MultiViewPRM(PRMConfig(image_size=32, text="learned", dim=32))
+    path = tmp_path_factory.mktemp("prm") / "prm.pt"
+    save_prm(path, net, {"instruction": "move the gripper to the red ball"})
+    return make_reward_model({"name": "prm", "checkpoint": str(path)})
+
+
+def short_env(num_envs: int = 3):
+    # 0.1 s episodes: 5 control steps, so episode boundaries happen within the test
+    return make_env("panda_reach", num_envs=num_envs, seed=0, episode_length_s=0.1)
+
+
+def test_final_frames_are_the_terminal_states():
+    env = short_env(2)
+    try:
+        env.reset()
+        _, _, _, _, info = env.step(torch.zeros(2, env.action_dim))
+        assert "final_frames" not in info
+        env.request_final_frames(["front", "wrist"], width=24, height=24)
+        for _ in range(4):  # steps 2..5: the episode ends on the 5th
+            before = env.render(["front", "wrist"], width=24, height=24)
+            _, _, _, _, info = env.step(torch.zeros(2, env.action_dim))
+        after = env.render(["front", "wrist"], width=24, height=24)
+        assert info["done_ids"].tolist() == [0, 1]
+        final = info["final_frames"]
+        assert final.shape == (2, 2, 24, 24, 3) and final.dtype == torch.uint8
+        # the terminal state is one small step from the last pre-step frames and far from
+        # the reset state the env is in now
+        near = (final.float() - before.float()).abs().mean()
+        far = (final.float() - after.float()).abs().mean()
+        assert near < far
+        env.request_final_frames(enabled=False)
+        for _ in range(5):
+            _, _, _, _, info = env.step(torch.zeros(2, env.action_dim))
+        assert "done_ids" in info and "final_frames" not in info
+    finally:
+        env.close()
+
+
+def test_direct_rewards_match_scoring_by_hand(prm):
+    env = short_env()
+    mixer = RewardMixer("prm+sparse", gamma=GAMMA)
+    wrapped = RewardEnv(env, mixer, prm, scoring="direct", width=32, height=32)
+    cams = list(env.camera_names)
+
+    def phi(frames):
+        return prm.score(frames, env.instruction, cameras=cams).progress
+
+    try:
+        wrapped.reset(seed=3)
+        phi_s = phi(env.render(cams, width=32, height=32))
+        torch.manual_seed(0)
+        seen_done = False
+        for _ in range(7):
+            actions = 0.3 * torch.randn(3, env.action_dim)
+            _, reward, _, _, info = wrapped.step(actions)
+            phi_obs = phi(env.render(cams, width=32, height=32))
+            phi_next = phi_obs.clone()
+            if "done_ids" in info:
+                seen_done = True
+                ids = info["done_ids"]
+                phi_next[ids] = phi(info["final_frames"])
+            expected = info["success"].float() + GAMMA * phi_next - phi_s
+            assert torch.allclose(reward, expected, atol=1e-5)
+            assert torch.allclose(info["progress_model"], phi_obs, atol=1e-6)
+            phi_s = phi_obs
+        assert seen_done
+        t = wrapped.timing_summary()
+        assert t["frames_scored"] > 0 and t["scoring"] == "direct"
+        assert set(t["seconds"]) == {"physics", "render", "model", "distill"}
+    finally:
+        wrapped.close()
+
+
+def test_direct_every_k_holds_scores(prm):
+    env = make_env("panda_reach", num_envs=2, seed=0)  # no episode ends in 4 steps
+    wrapped = RewardEnv(env, RewardMixer("prm", gamma=1.0), prm, every=4, width=32, height=32)
+    try:
+        wrapped.reset()
+        rewards = [wrapped.step(torch.full((2, env.action_dim), 0.5))[1] for _ in range(4)]
+        # phi is held for 3 steps (shaping 0 with gamma 1), updated on the 4th
+        assert all(torch.equal(r, torch.zeros(2)) for r in rewards[:3])
+        assert wrapped.frames_scored == 2 * 3 * 2  # reset + step 4, 2 envs x 3 views
+    finally:
+        wrapped.close()
+
+
+def test_distilled_mode_labels_a_subset(prm):
+    env = short_env(4)
+    cfg = DistillConfig(label_envs=2, label_every=2, hidden=[16], updates=2, batch_size=8,
+                        buffer_size=64)
+    wrapped = RewardEnv(env, RewardMixer("prm+sparse", gamma=GAMMA), prm, scoring="distilled",
+                        width=32, height=32, distill=cfg)
+    try:
+        wrapped.reset()
+        for _ in range(8):
+            obs, reward, *_ = wrapped.step(torch.zeros(4, env.action_dim))
+            assert reward.shape == (4,) and torch.isfinite(reward).all()
+        # reset + steps 2, 4, 6, 8 labelled 2 envs each, 3 views
+        assert wrapped.frames_scored == 5 * 2 * 3
+        assert wrapped.distiller.size == 10
+        assert torch.isfinite(torch.tensor(wrapped.distiller.last_loss))
+        phi = wrapped.distiller(obs)
+        assert ((phi >= 0) & (phi <= 1)).all()
+        assert "final_frames" not in wrapped.step(torch.zeros(4, env.action_dim))[4]
+    finally:
+        wrapped.close()
+
+
+def test_sparse_and_state_modes():
+    env = short_env()
+    try:
+        sparse = wrap_reward(env, {"mode": "sparse", "model": None}, gamma=0.99)
+        sparse.reset()
+        _, reward, _, _, info = sparse.step(torch.zeros(3, env.action_dim))
+        assert torch.equal(reward, info["success"].float())
+        assert torch.is_tensor(info["env_reward"])
+        assert sparse.timing_summary()["frames_scored"] == 0
+        assert wrap_reward(env, {"mode": "oracle", "model": None}, gamma=0.99) is env
+        # oracle-shaped: phi = the simulator's progress, no pixels
+        shaped = wrap_reward(env, {"mode": "prm", "model": {"name": "sim_progress"}},
+                             gamma=1.0)
+        shaped.reset()
+        p0 = env.task.progress().float()
+        _, reward, _, _, info = shaped.step(torch.zeros(3, env.action_dim))
+        assert torch.allclose(reward, info["progress"] - p0, atol=1e-6)
+        with pytest.raises(ValueError, match=r"needs reward\.model"):
+            wrap_reward(env, {"mode": "prm", "model": None}, gamma=0.99)
+    finally:
+        env.close()
+
+
+def test_missing_prm_checkpoint_names_the_fix(tmp_path):
+    from embodied.reward.prm.checkpoint import newest_prm_checkpoint
+
+    with pytest.raises(FileNotFoundError, match="embodied reward train task=panda_reach"):
+        newest_prm_checkpoint("panda_reach", runs=tmp_path)
