@@ -190,6 +190,7 @@ _BUILTIN = {
     "clip": "embodied.reward.clip_zero_shot",
     "prm": "embodied.reward.prm.model",
     "vlm": "embodied.reward.vlm.progress",
+    "bt": "embodied.reward.bradley_terry",
 }
 
 

@@ -8,6 +8,8 @@ per ``batch_size`` rows (or, for yes/no questions, read off one forward pass).
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +18,37 @@ import torch
 
 from embodied.reward.vlm.loading import load_vlm
 
-Images = Sequence[np.ndarray]  # uint8 [H, W, 3] each
+log = logging.getLogger(__name__)
+
+
+def view_content(views: np.ndarray, labels: Sequence[str] | None) -> list[Any]:
+    """One observation's views [V, H, W, 3] as chat content, each after its label if any."""
+    content: list[Any] = []
+    for i, image in enumerate(views):
+        if labels is not None:
+            content.append({"type": "text", "text": f"{labels[i]}:"})
+        content.append(np.ascontiguousarray(image))
+    return content
+
+
+class UnparsedCounter:
+    """Counts unreadable answers and logs a warning at the 1st, 10th, 100th, ... one."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.num_answers = 0
+        self.num_unparsed = 0
+
+    def add(self, answers: Sequence[str], parsed: Sequence[Any], fallback: str) -> None:
+        self.num_answers += len(answers)
+        for answer, value in zip(answers, parsed, strict=True):
+            if value is not None:
+                continue
+            self.num_unparsed += 1
+            if math.log10(self.num_unparsed).is_integer():
+                log.warning("%d of %d %s answers unreadable so far (latest: %r); using %s",
+                            self.num_unparsed, self.num_answers, self.what, answer[:80],
+                            fallback)
 
 
 class VlmChat:
@@ -108,4 +140,4 @@ class VlmChat:
         return torch.cat(out).cpu()
 
 
-__all__ = ["VlmChat"]
+__all__ = ["UnparsedCounter", "VlmChat", "view_content"]

@@ -21,19 +21,14 @@ Config: ``configs/reward/vlm.yaml`` (``reward=vlm reward.model.model=PATH_OR_HUB
 
 from __future__ import annotations
 
-import logging
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from embodied.reward.base import RewardModel, RewardOutput, register_reward_model
-from embodied.reward.vlm.chat import VlmChat
+from embodied.reward.vlm.chat import UnparsedCounter, VlmChat, view_content
 from embodied.reward.vlm.parsing import parse_progress, parse_yes_no
-
-log = logging.getLogger(__name__)
 
 DEFAULT_PROMPT = (
     "The images show a robot from {views} cameras at the same moment. The robot's task: "
@@ -42,36 +37,6 @@ DEFAULT_PROMPT = (
 DEFAULT_SUCCESS_PROMPT = (
     "The images show a robot from {views} cameras at the same moment. The robot's task: "
     "{instruction}.\nIs the task complete? Answer yes or no.")
-
-
-def view_content(views: np.ndarray, labels: Sequence[str] | None) -> list[Any]:
-    """One observation's views [V, H, W, 3] as chat content, each after its label if any."""
-    content: list[Any] = []
-    for i, image in enumerate(views):
-        if labels is not None:
-            content.append({"type": "text", "text": f"{labels[i]}:"})
-        content.append(np.ascontiguousarray(image))
-    return content
-
-
-class UnparsedCounter:
-    """Counts unreadable answers and logs a warning at the 1st, 10th, 100th, ... one."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-        self.num_answers = 0
-        self.num_unparsed = 0
-
-    def add(self, answers: Sequence[str], parsed: Sequence[Any], fallback: str) -> None:
-        self.num_answers += len(answers)
-        for answer, value in zip(answers, parsed, strict=True):
-            if value is not None:
-                continue
-            self.num_unparsed += 1
-            if math.log10(self.num_unparsed).is_integer():
-                log.warning("%d of %d %s answers unreadable so far (latest: %r); using %s",
-                            self.num_unparsed, self.num_answers, self.what, answer[:80],
-                            fallback)
 
 
 @register_reward_model("vlm")
@@ -158,4 +123,4 @@ class VlmProgressReward(RewardModel):
         return RewardOutput(progress=progress, success_prob=success)
 
 
-__all__ = ["DEFAULT_PROMPT", "DEFAULT_SUCCESS_PROMPT", "VlmProgressReward", "view_content"]
+__all__ = ["DEFAULT_PROMPT", "DEFAULT_SUCCESS_PROMPT", "VlmProgressReward"]
