@@ -64,12 +64,48 @@ def ppo(r: dict) -> str:
     return "\n".join(lines)
 
 
-TABLES = {"sim_throughput": sim_throughput, "ppo": ppo}
+def reward(r: dict) -> str:
+    lines = ["| task (held-out episodes) | VOC | reversed VOC | success F1 | success AUROC | "
+             "Pearson vs sim | pairwise acc. | counterfactual gap | data + training |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for task, m in r["prm"].items():
+        lines.append(f"| {task} | {m['voc']:.3f} | {m['voc_reversed']:.3f} | "
+                     f"{m['success_f1']:.3f} | {m['success_auroc']:.3f} | "
+                     f"{m['progress_pearson']:.3f} | {m['pairwise_accuracy']:.3f} | "
+                     f"{m['counterfactual_gap']:.3f} | {m['seconds']:.0f} s |")
+    t = r["throughput"]
+    lines += ["", f"PRM scoring, {t['batch']} x 3 views: {t['score_obs_per_s_96']:,.0f} "
+              f"observations/s at 96x96 ({t['score_obs_per_s_64']:,.0f} at 64x64); rendering "
+              f"the same observations in the same run: {t['render_obs_per_s_96']:,.0f}/s "
+              f"({t['render_obs_per_s_64']:,.0f}/s at 64x64), so scoring is "
+              f"{t['score_over_render_96']:.0f}x faster than rendering.", ""]
+    rl = r["rl"]
+    lines += [f"| {rl['task']}, PPO, {rl['budget_env_steps']:,} env steps | deterministic eval "
+              "success | final training success | env steps to 80% (training) | "
+              "collection steps/s (vs sparse) |", "| --- | ---: | ---: | ---: | ---: |"]
+    for name, a in rl["arms"].items():
+        ev = "-" if a["eval_success"] is None else f"{a['eval_success']:.0%}"
+        lines.append(f"| {name} | {ev} | {a['final_train_success']:.0%} | "
+                     f"{_fmt(a['env_steps_to_80'])} | {a['collection_fps']:,.0f} "
+                     f"({rl['collection_fps_ratio_vs_sparse'][name]:.2f}) |")
+    shares = []
+    for label, a in (("distilled", rl["arms"]["prm_shaped"]),
+                     ("direct", rl["prm_direct_short_run"])):
+        s = a["reward_timing"]["share"]
+        shares.append(f"{label}: " + ", ".join(f"{k} {v:.0%}" for k, v in s.items()) +
+                      f" ({a['reward_timing']['frames_scored']:,} frames for "
+                      f"{a['reward_timing']['env_steps']:,} env steps)")
+    lines += ["", "Time of the PRM-shaped env step by part: " + "; ".join(shares) + ".",
+              "", f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
+              f"`{r['command']}`; curves: `{rl['plot']}`)"]
+    return "\n".join(lines)
+TABLES = {"sim_throughput": sim_throughput, "ppo": ppo, "reward": reward}
 
 
 TITLES = {
     "sim_throughput": "Simulation throughput (`python bench/sim_throughput.py`)",
     "ppo": "PPO against stable-baselines3 (`python bench/ppo.py`)",
+    "reward": "Learned PRM and the sparse-reward experiment (`python bench/reward.py`)",
 }
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
