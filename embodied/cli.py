@@ -101,14 +101,14 @@ def _offline(cfg) -> int:
     return _dataset_command(run)(cfg)
 
 
-def _reward_command(name: str) -> Callable:
-    """`embodied reward train|eval`: file and value errors are printed, exit code 2."""
+def _reward_command(name: str, module: str = "embodied.reward.prm.run") -> Callable:
+    """`embodied reward train|eval|bt`: file and value errors are printed, exit code 2."""
 
     def command(cfg) -> int:
-        from embodied.reward.prm import run
+        import importlib
 
         try:
-            getattr(run, name)(cfg)
+            getattr(importlib.import_module(module), name)(cfg)
         except (FileNotFoundError, ValueError) as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
@@ -129,6 +129,9 @@ COMMANDS: dict[str, tuple[Callable, str]] = {
                      "train the learned multi-view PRM on simulated episodes of a task"),
     "reward eval": (_reward_command("run_reward_eval"),
                     "reward-model metrics on held-out episodes (VOC, success F1/AUROC, ...)"),
+    "reward bt": (_reward_command("run_bt", "embodied.reward.bt_train"),
+                  "train a Bradley-Terry reward model from preference labels (simulator "
+                  "progress or a VLM judge)"),
     "collect": (_collect, "record rollouts (expert, random or a trained policy) as a LeRobot "
                           "dataset with every camera view"),
     "label": (_label, "score a dataset's frames with a reward model into a new dataset "

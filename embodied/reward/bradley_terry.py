@@ -214,7 +214,7 @@ def load_bt(path: str | Path, device: str | torch.device = "cpu"
         path = path / "bt.pt"
     if not path.is_file():
         raise FileNotFoundError(f"no Bradley-Terry checkpoint at {path}; train one with "
-                                "`embodied bt task=<task>` (it writes <run>/bt.pt)")
+                                "`embodied reward bt task=<task>` (it writes <run>/bt.pt)")
     ckpt = torch.load(path, map_location=device, weights_only=True)
     if ckpt.get("format") != FORMAT or ckpt.get("version") != FORMAT_VERSION:
         raise ValueError(f"{path}: format {ckpt.get('format')} v{ckpt.get('version')}, "
@@ -239,7 +239,7 @@ class BradleyTerryReward(RewardModel):
                  batch_size: int = 256) -> None:
         if checkpoint is None:
             raise ValueError("reward model 'bt' needs a checkpoint: train one with "
-                             "`embodied bt task=<task>` and pass "
+                             "`embodied reward bt task=<task>` and pass "
                              "reward.model.checkpoint=<its run folder or bt.pt>")
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"

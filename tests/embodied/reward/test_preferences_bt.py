@@ -8,6 +8,7 @@ labels are checked for form, not sense).
 
 from __future__ import annotations
 
+import json
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers/huggingface_hub are imported
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 import torch
 
+from embodied.config import load_config
 from embodied.reward import make_reward_model
 from embodied.reward.bradley_terry import (
     BTConfig,
@@ -122,7 +124,7 @@ def test_bradley_terry_learns_progress_from_sim_preferences(reach_data, tmp_path
 def test_bt_checkpoint_errors(tmp_path):
     with pytest.raises(ValueError, match="needs a checkpoint"):
         make_reward_model({"name": "bt"})
-    with pytest.raises(FileNotFoundError, match="embodied bt"):
+    with pytest.raises(FileNotFoundError, match="embodied reward bt"):
         make_reward_model({"name": "bt", "checkpoint": str(tmp_path)})
     torch.save({"format": "other"}, tmp_path / "bt.pt")
     with pytest.raises(ValueError, match="expected embodied-bt"):
@@ -146,3 +148,24 @@ def test_vlm_preference_labeller_runs_end_to_end(reach_data, tmp_path):
     assert labeller.counter.num_answers == 10  # both orders
     with pytest.raises(ValueError, match="instruction"):
         VlmPreferenceLabeller(str(path), prompt="Which one?", local_files_only=True)
+
+
+def test_reward_bt_command_writes_a_usable_model(tmp_path):
+    from embodied.cli import main
+
+    run = tmp_path / "run"
+    code = main(["reward", "bt", "task=panda_reach", "simulate.episodes=16", "simulate.stride=8",
+                 "simulate.width=32", "simulate.height=32", "pairs=300", "val_pairs=200",
+                 "bt.image_size=32", "bt.channels=[8,16]", "bt.hidden=16", "bt.epochs=2",
+                 "progress=false", f"run_dir={run}"])
+    assert code == 0
+    for name in ("bt.pt", "pairs.npz", "metrics.json", "progress.png", "config.yaml"):
+        assert (run / name).is_file(), name
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["pairs"] == 300 and metrics["labeller_accuracy"] == 1.0
+    assert 0.0 <= metrics["val_pairwise_accuracy"] <= 1.0 and "voc" in str(metrics["eval"])
+    model = make_reward_model(load_config("train", ["reward=bt",
+                                                    f"reward.model.checkpoint={run}"]).reward)
+    assert model.registry_name == "bt"
+    assert main(["reward", "bt", "labeller.kind=oracle", f"run_dir={tmp_path / 'bad'}",
+                 "simulate.episodes=16", "simulate.stride=20", "progress=false"]) == 2

@@ -110,7 +110,7 @@ def test_vlm_camera_selection_and_bad_config(tiny_vlms, push_frames):
 
 
 def test_vlm_reward_config_composes_and_builds(tiny_vlms):
-    cfg = load_config("train", ["+reward=vlm", f"reward.model.model={tiny_vlms['smolvlm']}",
+    cfg = load_config("train", ["reward=vlm", f"reward.model.model={tiny_vlms['smolvlm']}",
                                 "reward.model.local_files_only=true"])
     assert RewardMixer.from_config(cfg.reward, cfg.algo.gamma).needs_progress
     model = make_reward_model(cfg.reward)
