@@ -7,7 +7,10 @@ import math
 import torch
 
 from sim.task import RewardTerm, per_step
-from sim.tasks.panda_base import TABLE_TOP, CubeTask, ScriptedExpert, nearest_yaw, wrapped_abs
+from sim.tasks.cube_task import CubeTask
+from sim.tasks.panda_base import TABLE_TOP
+from sim.tasks.panda_ik import nearest_yaw, wrapped_abs
+from sim.tasks.scripted_expert import ScriptedExpert
 
 SUCCESS_RADIUS = 0.03  # planar cube centre to target centre
 REST_HEIGHT = 0.01  # the cube counts as on the table below this lift

@@ -6,12 +6,9 @@ import mujoco
 import torch
 
 from sim.task import ObsTerm, RewardTerm
-from sim.tasks.panda_base import (
-    PandaTask,
-    ScriptedExpert,
-    add_marker,
-    build_arm_observation,
-)
+from sim.tasks.cube_task import add_marker
+from sim.tasks.panda_base import PandaTask, build_arm_observation
+from sim.tasks.scripted_expert import ScriptedExpert
 
 TARGET_LOW = (0.35, -0.25, 0.15)
 TARGET_HIGH = (0.65, 0.25, 0.45)
@@ -86,7 +83,7 @@ class ReachExpert(ScriptedExpert):
     """Scripted expert: differential IK (position only) straight to the target.
 
     ``noise`` adds Gaussian action noise and waypoint perturbations (see
-    :class:`sim.tasks.panda_base.ScriptedExpert`).
+    :class:`sim.tasks.scripted_expert.ScriptedExpert`).
     """
 
     def __init__(self, task: PandaReach, noise: float = 0.0, gen: torch.Generator | None = None):
