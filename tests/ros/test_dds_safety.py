@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -75,13 +76,16 @@ def test_mismatched_artifact_is_refused_at_configure(ros_graph, untrained_go2_po
     assert "no fresh state" in safety["c"].messages[-1]["reason"]
 
 
-def test_soft_start_then_watchdog_damps_within_three_periods(ros_graph, untrained_go2_policy):
+@pytest.mark.parametrize("trigger", ["timer", "state"])
+def test_soft_start_then_watchdog_damps_within_three_periods(ros_graph, untrained_go2_policy,
+                                                             trigger):
     g = ros_graph
     safety = g.safety()
     commands = g.record(Float64MultiArray, "/joint_position_targets")
     start = np.clip(GO2.default_pose + 0.3, GO2.lower + 0.05, GO2.upper - 0.05)
     player = Go2Player(g.node, start)
-    g.launch(deploy_nodes("go2", str(untrained_go2_policy), autostart=True))
+    (node,) = deploy_nodes("go2", str(untrained_go2_policy), autostart=True)
+    g.launch([replace(node, overrides={**node.overrides, "trigger": trigger})])
     g.wait_mode(safety, "soft_start")
     g.wait_mode(safety, "policy")
     # Soft start: from the measured pose (0.3 rad from default), smoothly to the default

@@ -8,7 +8,7 @@ remappings, names and namespaces therefore cannot drift between the two.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -119,9 +119,14 @@ def deploy_nodes(robot: str, policy: str, namespace: str = "", params_file: str 
 
 def sim_deploy_nodes(robot: str, policy: str, namespace: str = "", params_file: str = "",
                      autostart: bool = True) -> list[NodeSpec]:
-    """``sim_deploy.launch.py``: the policy node plus the simulated robot, same namespace."""
-    return [policy_node(robot, policy, namespace, params_file, (), autostart),
-            sim_robot_node(robot, namespace, params_file)]
+    """``sim_deploy.launch.py``: the policy node plus the simulated robot, same namespace.
+
+    The simulated robot sends state at the control rate, so the policy node steps on each
+    state message (``trigger: state``) rather than on its own timer.
+    """
+    spec = policy_node(robot, policy, namespace, params_file, (), autostart)
+    spec = replace(spec, overrides={**spec.overrides, "trigger": "state"})
+    return [spec, sim_robot_node(robot, namespace, params_file)]
 
 
 def as_bool(text: str | bool) -> bool:

@@ -88,6 +88,11 @@ from robots import RobotSpecError, load_robot
 from sim.actions import make_action_map
 
 OUTPUTS = ("joint_trajectory", "position_array")
+# timer: a control step every control_dt on the newest state (robots whose state comes
+# faster than the control rate); state: a step on every JointState (at most every half
+# period; state at the control rate, as the simulated robot sends), the timer then only
+# watches for stale state.
+TRIGGERS = ("timer", "state")
 SAFE_MODES = ("hold", "damp")
 # Modes in which the safe command is sent; the first three latch until re-activation.
 LATCHED = ("e_stop", "attitude", "non_finite_action")
@@ -105,6 +110,7 @@ PARAMETERS: dict[str, Any] = {
     "policy_path": "",
     "autostart": False,
     "control_dt": 0.02,
+    "trigger": "timer",
     "output": "joint_trajectory",
     "trajectory_horizon": 0.02,
     "safe_mode": "hold",
@@ -132,6 +138,7 @@ class Params:
     policy_path: str
     autostart: bool
     control_dt: float
+    trigger: str
     output: str
     trajectory_horizon: float
     safe_mode: str
@@ -152,6 +159,8 @@ class Params:
         if not self.policy_path:
             raise ConfigError("parameter 'policy_path' is empty: pass policy:=PATH to the "
                               "launch file (an exported policy.pt or policy.onnx)")
+        if self.trigger not in TRIGGERS:
+            raise ConfigError(f"trigger '{self.trigger}' is not one of {TRIGGERS}")
         if self.output not in OUTPUTS:
             raise ConfigError(f"output '{self.output}' is not one of {OUTPUTS}")
         if self.safe_mode not in SAFE_MODES:
@@ -232,6 +241,7 @@ class PolicyNode(LifecycleNode):
         self.command = np.zeros(3)
         self.goal: np.ndarray | None = None
         self.rejected = 0
+        self.last_step = -math.inf
         self._reset_control()
 
         sub = self.create_subscription
@@ -249,7 +259,7 @@ class PolicyNode(LifecycleNode):
         else:
             self.command_pub = self.create_publisher(Float64MultiArray,
                                                      "joint_position_targets", COMMAND_QOS)
-        timers = [self.create_timer(p.control_dt, self._tick),
+        timers = [self.create_timer(p.control_dt, self._on_timer),
                   self.create_timer(p.stats_period_s, self._publish_stats)]
         self._ros_objects = [*[(self.destroy_subscription, s) for s in objs],
                              (self.destroy_publisher, self.command_pub),
@@ -334,7 +344,10 @@ class PolicyNode(LifecycleNode):
         else:
             self.state.q, self.state.qd, self.state.finger_q = q, qd, finger
         self.state_stamp = msg.header.stamp
-        self.watchdogs["joint_states"].state_received(time.monotonic())
+        now = time.monotonic()
+        self.watchdogs["joint_states"].state_received(now)
+        if self.p.trigger == "state" and now - self.last_step >= 0.5 * self.p.control_dt:
+            self._step(now)  # act on the newest state at once (at most ~2x the control rate)
 
     def _on_imu(self, msg: Imu) -> None:
         try:
@@ -380,11 +393,19 @@ class PolicyNode(LifecycleNode):
     def _fresh(self, now: float) -> bool:
         return self.state is not None and all(w.fresh(now) for w in self.watchdogs.values())
 
-    def _tick(self) -> None:
+    def _on_timer(self) -> None:
+        """The control timer: a control step (trigger ``timer``), or in trigger ``state``
+        only the watchdog (a step that sends the safe command once state is stale)."""
         now = time.monotonic()
-        self.stats.tick(now)
         for w in self.watchdogs.values():
             w.tick()
+        if self.p.trigger == "timer" or not self._fresh(now):
+            self._step(now)
+
+    def _step(self, now: float) -> None:
+        """One control step: safe command, soft start or policy, then publish."""
+        self.stats.tick(now)
+        self.last_step = now
         if not self.active:
             return
         start = time.perf_counter()

@@ -179,6 +179,8 @@ class SimRobotNode(Node):
     def _publish_state(self) -> None:
         d = self.data
         stamp = self.get_clock().now().to_msg()
+        if self.free_adr is not None:
+            self._publish_base(stamp)  # before the joint states, which may trigger a step
         js = JointState()
         js.header.stamp = stamp
         js.name = self.ros_names
@@ -197,8 +199,6 @@ class SimRobotNode(Node):
             mujoco.mju_mat2Quat(quat, d.site_xmat[self.ee_site])
             _set_pose(ee, d.site_xpos[self.ee_site], quat)
             self.ee_pose_pub.publish(ee)
-        if self.free_adr is not None:
-            self._publish_base(stamp)
 
     def _publish_base(self, stamp) -> None:
         d, (qa, va) = self.data, self.free_adr

@@ -1,0 +1,130 @@
+"""The ROS 2 bridge in closed loop: control-loop rate and jitter, state -> command
+latency, and panda_reach success through ROS against the same policy in simulation.
+
+Through ROS: ``sim_deploy`` (the policy node and the simulated Panda as two processes,
+real DDS, kept on this machine: a private network namespace when possible, else
+localhost discovery). Each episode sends a goal drawn from the task's target range, puts
+the simulated arm back in its default pose and, after the task's episode length (3 s),
+counts success when the tcp (ground truth) is within the task's success radius, as the
+task does at an episode's end. In simulation: the same exported policy on the batched
+env (``embodied eval`` settings: observation noise and domain randomisation as in
+training), one episode per env. ``success_ratio`` = ROS / simulation (target >= 0.95).
+Loop figures come from the nodes' own ``~/loop_stats``: the policy node's timer period
+and jitter (|period - 20 ms|), compute time, the age of the state a command was computed
+from, and the simulated robot's latency from a state message to the trajectory command
+carrying its stamp (that includes waiting for the next policy tick, up to one period).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np
+import torch
+from common import parse_args, write_result
+from geometry_msgs.msg import PointStamped, PoseStamped
+from std_msgs.msg import Empty, String
+
+from embodied.export import load_policy
+from embodied.rl.evaluate import evaluate
+from embodied_ros.description import sim_deploy_nodes
+from embodied_ros.graph import private_graph
+from sim import make_env
+from sim.tasks.panda_reach import SUCCESS_RADIUS, TARGET_HIGH, TARGET_LOW, PandaReach
+
+POLICY = Path(__file__).resolve().parent.parent / "assets/policies/panda_reach/policy.pt"
+EPISODE_S = PandaReach.episode_length_s
+
+
+def in_simulation(episodes: int) -> dict:
+    """Success of the exported policy on the batched env, one episode per env."""
+    policy, _ = load_policy(POLICY)
+    env = make_env("panda_reach", num_envs=episodes, seed=10_000)
+    try:
+        result = evaluate(policy, env)
+    finally:
+        env.close()
+    return {"episodes": result["episodes"], "success_rate": result["success_rate"]}
+
+
+def through_ros(episodes: int, log_dir: Path) -> dict:
+    """Success and loop statistics of the same policy through the ROS deployment."""
+    rng = np.random.default_rng(0)
+    targets = rng.uniform(TARGET_LOW, TARGET_HIGH, size=(episodes, 3))
+    with private_graph(log_dir) as g:
+        safety = g.safety()
+        ee = g.record(PoseStamped, "/ground_truth/ee_pose")
+        policy_stats = g.record(String, "/embodied_policy/loop_stats")
+        sim_stats = g.record(String, "/sim_robot/loop_stats")
+        goal_pub = g.node.create_publisher(PointStamped, "/goal", 10)
+        reset_pub = g.node.create_publisher(Empty, "/sim_robot/reset", 10)
+        start = time.monotonic()
+        g.launch(sim_deploy_nodes("panda", str(POLICY)))
+        g.wait_mode(safety, "policy", timeout=120.0)
+        g.wait_for(lambda: goal_pub.get_subscription_count() and
+                   reset_pub.get_subscription_count(), 30.0, "goal and reset subscribers")
+        startup_s = time.monotonic() - start
+        distances = []
+        for target in targets:
+            goal = PointStamped()
+            goal.header.frame_id = "panda_link0"
+            goal.point.x, goal.point.y, goal.point.z = (float(v) for v in target)
+            goal_pub.publish(goal)
+            reset_pub.publish(Empty())
+            time.sleep(EPISODE_S)
+            p = ee.messages[-1].pose.position
+            distances.append(float(np.linalg.norm(np.array([p.x, p.y, p.z]) - target)))
+        g.wait_for(lambda: policy_stats.messages and sim_stats.messages, 30.0, "loop stats")
+        loop = json.loads(policy_stats.messages[-1].data)
+        robot = json.loads(sim_stats.messages[-1].data)
+        modes = [m["mode"] for m in safety.messages]
+        isolation = g.isolation
+    distances = np.array(distances)
+    return {"episodes": episodes, "success_rate": float((distances < SUCCESS_RADIUS).mean()),
+            "final_distance_m_p50": float(np.median(distances)),
+            "final_distance_m_max": float(distances.max()),
+            "watchdog_trips": modes.count("watchdog"), "startup_s": round(startup_s, 1),
+            "isolation": isolation, "policy_loop": loop, "sim_robot_loop": robot}
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0])
+    torch.set_num_threads(1)
+    episodes = 4 if args.quick else 30
+    sim = in_simulation(64 if not args.quick else 16)
+    with tempfile.TemporaryDirectory() as tmp:
+        ros = through_ros(episodes, Path(tmp))
+    loop, robot = ros["policy_loop"], ros["sim_robot_loop"]
+    control_dt_ms = 20.0
+    figures = {
+        "policy": str(POLICY.relative_to(POLICY.parents[3])),
+        "control_rate_hz": round(loop["rate_hz"], 2),
+        "rate_ratio_to_nominal": round(loop["rate_hz"] * control_dt_ms / 1000.0, 4),
+        "jitter_ms": {"p50": round(loop["jitter_p50_ms"], 3),
+                      "p99": round(loop["jitter_p99_ms"], 3)},
+        "compute_ms": {"p50": round(loop["compute_p50_ms"], 3),
+                       "p99": round(loop["compute_p99_ms"], 3)},
+        "state_age_at_command_ms": {"p50": round(loop["state_age_p50_ms"], 2),
+                                    "p99": round(loop["state_age_p99_ms"], 2)},
+        "state_to_command_latency_ms": {"p50": round(robot["command_latency_p50_ms"], 2),
+                                        "p99": round(robot["command_latency_p99_ms"], 2)},
+        "latency_p50_ratio_to_control_period": round(
+            robot["command_latency_p50_ms"] / control_dt_ms, 3),
+        "success_ros": ros["success_rate"],
+        "success_sim": sim["success_rate"],
+        "success_ratio": round(ros["success_rate"] / sim["success_rate"], 3)
+        if sim["success_rate"] else None,
+        "ros": ros,
+        "sim": sim,
+    }
+    write_result("ros_loop", args.quick, figures)
+
+
+if __name__ == "__main__":
+    main()
