@@ -136,11 +136,21 @@ def record_round(env: Any, policy: Policy, cameras: Sequence[str], width: int,
     return episodes
 
 
-def noise_levels(noise: float | Sequence[float] | ListConfig) -> list[float]:
-    """``noise`` as a list: one level, or several sharing the episodes evenly."""
-    if isinstance(noise, ListConfig | list | tuple):
-        return [float(x) for x in noise]
-    return [float(noise)]
+def sources(policy: Any, noise: Any) -> list[tuple[str, float]]:
+    """(policy, noise) pairs that share the episodes evenly.
+
+    ``policy`` and ``noise`` are each one value or a list; two lists pair up element by
+    element, one value pairs with every element of the other's list.
+    """
+    policies = [str(p) for p in policy] if isinstance(policy, ListConfig | list | tuple) \
+        else [str(policy)]
+    levels = [float(x) for x in noise] if isinstance(noise, ListConfig | list | tuple) \
+        else [float(noise)]
+    if len(policies) > 1 and len(levels) > 1 and len(policies) != len(levels):
+        raise DatasetError(f"policy has {len(policies)} entries and noise {len(levels)}; give "
+                           "lists of one length (pairs) or a single value for one of them")
+    n = max(len(policies), len(levels))
+    return [(policies[i % len(policies)], levels[i % len(levels)]) for i in range(n)]
 
 
 def collect(cfg: DictConfig) -> dict[str, Any]:
@@ -149,16 +159,16 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
     from sim import make_env
 
     torch.set_num_threads(int(cfg.get("torch_threads") or 1))
-    levels = noise_levels(cfg.noise)
+    pairs = sources(cfg.policy, cfg.noise)
     total = int(cfg.episodes)
     if total < 1:
         raise DatasetError(f"episodes must be >= 1, got {total}")
-    per_level = [total // len(levels) + (i < total % len(levels)) for i in range(len(levels))]
+    per_level = [total // len(pairs) + (i < total % len(pairs)) for i in range(len(pairs))]
     extra = {} if cfg.get("physics_threads") is None else {"nthread": int(cfg.physics_threads)}
     num_envs = max(1, min(int(cfg.num_envs), max(per_level)))
     env = make_env(cfg.task.name, num_envs=num_envs, seed=int(cfg.seed),
                    **env_kwargs(cfg.task), **extra)
-    cameras = list(cfg.cameras or env.camera_names)
+    cameras = list(env.camera_names if cfg.cameras is None else cfg.cameras)
     fps = round(1.0 / env.control_dt)
     width, height = int(cfg.width), int(cfg.height)
     writer = DatasetWriter(
@@ -168,14 +178,14 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
             "task": cfg.task.name, "instruction": env.instruction, "robot": env.robot.name,
             "control_dt": env.control_dt, "cameras": cameras,
             "task_config": OmegaConf.to_container(cfg.task, resolve=True),
-            "collection": {"policy": str(cfg.policy), "noise": levels, "seed": int(cfg.seed)}}})
+            "collection": {"sources": [list(p) for p in pairs], "seed": int(cfg.seed)}}})
     start = time.perf_counter()
     outcomes: dict[str, list[bool]] = {}
     bar = tqdm(total=total, unit="episode", desc=f"collect {cfg.task.name}",
                disable=not cfg.get("progress", True))
     try:
-        for level_i, (noise, count) in enumerate(zip(levels, per_level, strict=True)):
-            policy, name = make_policy(env, str(cfg.policy), noise, int(cfg.seed) + level_i)
+        for level_i, ((source, noise), count) in enumerate(zip(pairs, per_level, strict=True)):
+            policy, name = make_policy(env, source, noise, int(cfg.seed) + level_i)
             done = 0
             while done < count:
                 for ep in record_round(env, policy, cameras, width, height)[: count - done]:
@@ -194,8 +204,9 @@ def collect(cfg: DictConfig) -> dict[str, Any]:
                "frames": writer._frames, "cameras": cameras, "fps": fps,
                "success_rate": {k: float(np.mean(v)) for k, v in outcomes.items()},
                "seconds": round(seconds, 1)}
+    views = f"views {', '.join(cameras)} at {width}x{height}" if cameras else "no camera"
     print(f"\n{cfg.task.name}: {summary['episodes']} episodes, {summary['frames']} frames, "
-          f"views {', '.join(cameras)} at {width}x{height}, {fps} fps, in {seconds:.0f} s")
+          f"{views}, {fps} fps, in {seconds:.0f} s")
     for name, rate in summary["success_rate"].items():
         print(f"  {name:<28} success {rate:.0%} of {len(outcomes[name])} episodes")
     print(f"  dataset: {root}")

@@ -6,8 +6,11 @@ IQL never queries actions outside the dataset:
   critics, ``L = |tau - 1(u < 0)| u^2`` with ``u = Q - V`` (tau > 0.5 leans to the
   better actions of the data);
 - critics: ``Q_i(s, a) -> r + gamma (1 - terminal) V(s')``, Polyak-averaged targets;
-- policy (advantage-weighted regression): maximise ``exp(beta (Q - V)) log pi(a | s)``,
-  weights clipped at ``max_weight``.
+- policy (advantage-weighted regression): minimise ``exp(beta (Q - V)) |mu(s) - a|^2``,
+  weights clipped at ``max_weight``. The weighted log-likelihood of a Gaussian with a
+  fixed std is this loss up to scale; learning the std as well (as in the paper) made
+  the mean fit far slower on the Panda tasks, whose expert actions vary by a few
+  hundredths of an action unit from step to step.
 
 BC is the same policy update with every weight 1 (``beta = 0``, no critics), so the two
 differ only in what the reward teaches. The policy is an :class:`ActorCritic` (its
@@ -35,6 +38,9 @@ class OfflineConfig:
     expectile: float = 0.7          # tau
     beta: float = 3.0               # inverse temperature of the advantage weights
     max_weight: float = 100.0
+    # Divide advantages by their minibatch std before ``exp(beta A)``, so ``beta`` does not
+    # depend on the reward's scale (a dense shaped reward moves Q - V by a few hundredths).
+    normalize_advantage: bool = True
     polyak: float = 0.005           # target critic update rate
     reward_scale: float = 1.0
     learning_rate: float = 3e-4
@@ -42,8 +48,12 @@ class OfflineConfig:
     actor_hidden: list[int] = field(default_factory=lambda: [256, 256])
     critic_hidden: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
-    init_noise_std: float = 1.0
+    init_noise_std: float = 1.0     # exploration std of the exported policy's sampler only
     normalize_obs: bool = True
+    # Floor of the observation std used for normalising: an observation that barely varies
+    # in the data (e.g. a last-action term of a steady joint) would otherwise be scaled up
+    # so much that the policy's own small deviations become huge inputs in closed loop.
+    min_obs_std: float = 0.1
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> OfflineConfig:
@@ -84,8 +94,7 @@ class OfflineLearner:
         self.policy = ActorCritic(obs_dim, action_dim, cfg.actor_hidden, cfg.critic_hidden,
                                   cfg.activation, cfg.init_noise_std, cfg.normalize_obs)
         self.policy.eval()  # the normaliser holds the dataset's statistics, never updated
-        actor_params = [*self.policy.actor.parameters(), self.policy.log_std]
-        self.actor_opt = torch.optim.Adam(actor_params, lr=cfg.learning_rate)
+        self.actor_opt = torch.optim.Adam(self.policy.actor.parameters(), lr=cfg.learning_rate)
         self.q: TwinQ | None = None
         if cfg.name == "iql":
             self.q = TwinQ(obs_dim, action_dim, cfg.critic_hidden, cfg.activation)
@@ -101,6 +110,7 @@ class OfflineLearner:
             norm.mean.zero_()
             norm.var.fill_(1.0)
             norm.update(obs)
+            norm.var.clamp_(min=self.cfg.min_obs_std ** 2)
 
     def update(self, obs: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
                next_obs: torch.Tensor, terminal: torch.Tensor) -> dict[str, float]:
@@ -130,17 +140,17 @@ class OfflineLearner:
                 for p, p_t in zip(self.q.parameters(), self.q_target.parameters(), strict=True):
                     p_t.lerp_(p, cfg.polyak)
                 advantage = q_t - v.detach()
-                weights = (cfg.beta * advantage).exp().clamp(max=cfg.max_weight)
+                scaled = advantage / (advantage.std() + 1e-6) if cfg.normalize_advantage \
+                    else advantage
+                weights = (cfg.beta * scaled).exp().clamp(max=cfg.max_weight)
             stats |= {"loss/value": v_loss.item(), "loss/q": q_loss.item(),
                       "q_mean": q_t.mean().item(), "advantage_mean": advantage.mean().item(),
                       "weight_mean": weights.mean().item()}
-        log_prob = policy.distribution(s).log_prob(actions).sum(-1)
-        actor_loss = -(weights * log_prob).mean()
+        actor_loss = (weights * (policy.actor(s) - actions).square().sum(-1)).mean()
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_opt.step()
         stats["loss/policy"] = actor_loss.item()
-        stats["action_std"] = policy.log_std.exp().mean().item()
         return stats
 
     def state_dict(self) -> dict[str, Any]:
