@@ -15,11 +15,34 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def parse_args(description: str) -> argparse.Namespace:
-    """Standard benchmark arguments: ``--quick`` for a smoke run under a minute."""
+def parse_args(description: str, sections: list[str] | None = None) -> argparse.Namespace:
+    """Standard benchmark arguments: ``--quick`` for a smoke run under a minute.
+
+    With ``sections``, ``--only NAME`` (repeatable) reruns just those sections; the
+    benchmark then merges them into its existing result file (:func:`merge_sections`).
+    """
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="smoke run (< 1 minute)")
+    if sections:
+        parser.add_argument("--only", action="append", choices=sections, default=None,
+                            help="run only this section and merge it into the existing JSON")
     return parser.parse_args()
+
+
+def merge_sections(name: str, quick: bool, figures: dict, sections: list[str]) -> dict:
+    """``figures`` of a partial run with the other sections kept from the last result file.
+
+    Each section records its own ``date``, so a merged file says when each part ran.
+    """
+    path = RESULTS / f"{name}{'.quick' if quick else ''}.json"
+    if not path.exists():
+        return figures
+    previous = json.loads(path.read_text())
+    merged = {key: value for key, value in previous.items()
+              if key not in ("benchmark", "quick", "machine", "command", "date")}
+    merged.update({key: value for key, value in figures.items() if key not in sections})
+    merged.update({key: figures[key] for key in sections if key in figures})
+    return merged
 
 
 def machine() -> dict:
