@@ -161,6 +161,28 @@ def labelled_table(table: pa.Table, labels: dict[str, np.ndarray]) -> pa.Table:
     return table
 
 
+def resolve_reward(cfg: DictConfig, ds: LeRobotDataset) -> DictConfig:
+    """``cfg`` with a learned PRM's checkpoint set: null takes the newest one trained for
+    the dataset's task (as ``embodied train reward=prm`` does)."""
+    model = cfg.reward.get("model")
+    if model is None or model.get("name") != "prm" or model.get("checkpoint") is not None:
+        return cfg
+    from embodied.reward.prm.checkpoint import newest_prm_checkpoint
+
+    task = (ds.info.get("embodied") or {}).get("task")
+    if not task:
+        raise DatasetError(f"{ds.root / INFO_PATH} does not say which task it shows; pass "
+                           "reward.checkpoint=<a PRM run folder or prm.pt>")
+    try:
+        path = newest_prm_checkpoint(task)
+    except FileNotFoundError as err:
+        raise DatasetError(str(err)) from err
+    print(f"reward: PRM checkpoint {path}")
+    cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    cfg.reward.model.checkpoint = str(path)
+    return cfg
+
+
 def settings(cfg: DictConfig, source: Path) -> dict[str, Any]:
     """What determines the labels; a resumed run must have the same."""
     keep = ("reward", "batch_size", "gamma", "success_threshold", "progress_success",
@@ -192,6 +214,7 @@ def run_label(cfg: DictConfig) -> dict[str, Any]:
     if ds.version != "v3.0":
         raise DatasetError(f"{ds.root / INFO_PATH}: a {ds.version} dataset; labelling writes "
                            "v3.0 (one metadata row per episode), convert it to v3.0 first")
+    cfg = resolve_reward(cfg, ds)
     work = out / WORK_DIR
     wanted = settings(cfg, source)
     if (out / INFO_PATH).exists() and not work.exists():
@@ -215,7 +238,10 @@ def run_label(cfg: DictConfig) -> dict[str, Any]:
     else:
         write_json(wanted, settings_path)
 
-    model = make_reward_model(cfg.reward)
+    try:
+        model = make_reward_model(cfg.reward)
+    except (FileNotFoundError, ValueError) as err:
+        raise DatasetError(f"cannot build the reward model: {err}") from err
     if model is None:
         raise DatasetError(f"reward={cfg.reward.get('mode')} has no reward model to label "
                            "with; choose e.g. reward=oracle, reward=clip or a learned PRM")

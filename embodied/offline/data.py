@@ -28,6 +28,7 @@ class Transitions:
     rewards: torch.Tensor
     next_obs: torch.Tensor
     terminal: torch.Tensor
+    episode_end: torch.Tensor  # bool: the last transition kept of its episode
     episode_returns: np.ndarray  # per episode, of the chosen reward column
 
     def __len__(self) -> int:
@@ -49,7 +50,7 @@ def load_transitions(root: str | Path, reward_key: str = REWARD,
             raise DatasetError(f"{ds.root / 'meta/info.json'}: no feature '{key}' (features: "
                                f"{sorted(ds.features)}); label the dataset (embodied label) "
                                "or choose reward_key=")
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("o", "a", "r", "n", "t")}
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("o", "a", "r", "n", "t", "e")}
     returns = []
     for ep in range(ds.num_episodes):
         d = ds.episode_data(ep, [obs_key, ACTION, reward_key]
@@ -68,6 +69,8 @@ def load_transitions(root: str | Path, reward_key: str = REWARD,
         parts["r"].append(d[reward_key][:keep].astype(np.float32).reshape(-1))
         parts["n"].append(next_obs[:keep])
         parts["t"].append(terminal[:keep])
+        parts["e"].append(np.arange(keep) == keep - 1)
         returns.append(float(np.sum(d[reward_key])))
     cat = {k: torch.from_numpy(np.concatenate(v)) for k, v in parts.items()}
-    return Transitions(cat["o"], cat["a"], cat["r"], cat["n"], cat["t"], np.array(returns))
+    return Transitions(cat["o"], cat["a"], cat["r"], cat["n"], cat["t"], cat["e"],
+                       np.array(returns))

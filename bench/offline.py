@@ -1,0 +1,213 @@
+"""Offline RL from a labelled dataset: IQL on PRM labels vs IQL on true rewards vs BC.
+
+On a mixed-quality ``panda_push`` dataset collected here (the scripted expert at noise
+0.1, 0.3 and 0.6 plus random-action failures, every camera view at 64x64):
+
+- labelling throughput (frames/s, video decoding included) of the simulator-progress
+  oracle and of the learned multi-view PRM (``embodied reward train task=panda_push``;
+  pass ``--prm`` or the newest trained one is used, else one is trained first);
+- success in simulation of IQL on the PRM's labels, IQL on the true (simulator
+  progress) labels, both ``prm+sparse`` shaped, and BC on the same frames;
+- IQL gradient steps/s of this implementation against d3rlpy's IQL on the same
+  transitions (batch 256, 256x256 networks, one torch thread), when ``--d3rlpy-python``
+  names the Python of an environment with d3rlpy installed.
+
+Usage: ``python bench/offline.py [--quick] [--prm PATH] [--d3rlpy-python PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from common import write_result
+
+from embodied.config import load_config
+from embodied.datasets import LeRobotDataset
+from embodied.datasets.collect import collect
+from embodied.datasets.label import run_label
+from embodied.offline import OfflineConfig, OfflineLearner, load_transitions
+from embodied.offline.train import run_offline
+
+OUT = Path("runs/bench/offline")
+SOURCES = ("policy=[expert,expert,expert,random]", "noise=[0.1,0.3,0.6,0]")
+
+D3RLPY = r"""
+import json, sys, time
+import numpy as np, torch
+torch.set_num_threads(1)
+import d3rlpy
+d = np.load(sys.argv[1])
+ds = d3rlpy.dataset.MDPDataset(d["obs"], d["actions"], d["rewards"], d["terminals"],
+                               timeouts=d["timeouts"])
+iql = d3rlpy.algos.IQLConfig(batch_size=256).create(device="cpu:0")
+steps, warmup, marks = int(sys.argv[2]), 50, {}
+def callback(algo, epoch, total_step):
+    if total_step in (warmup, warmup + steps):
+        marks[total_step] = time.perf_counter()
+iql.fit(ds, n_steps=warmup + steps, n_steps_per_epoch=warmup + steps, show_progress=False,
+        save_interval=10**9, logger_adapter=d3rlpy.logging.NoopAdapterFactory(),
+        callback=callback)
+print(json.dumps({"steps_per_s": steps / (marks[warmup + steps] - marks[warmup]),
+                  "version": d3rlpy.__version__}))
+"""
+
+
+def ours_steps_per_s(data, steps: int) -> float:
+    """Gradient steps/s of our IQL update (batch 256, 256x256 networks, one thread)."""
+    torch.manual_seed(0)
+    learner = OfflineLearner(data.obs.shape[1], data.actions.shape[1], OfflineConfig())
+    learner.set_obs_statistics(data.obs)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(50):
+        learner.update(*data.sample(256, gen))
+    start = time.perf_counter()
+    for _ in range(steps):
+        learner.update(*data.sample(256, gen))
+    return steps / (time.perf_counter() - start)
+
+
+def d3rlpy_steps_per_s(python: str, data, steps: int) -> dict:
+    """d3rlpy's IQL on the same transitions, in the other environment's Python."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "transitions.npz"
+        # d3rlpy wants episodes in order with a terminal or a time-out at each end
+        ends, terminals = data.episode_end.numpy(), data.terminal.numpy() > 0
+        np.savez(path, obs=data.obs.numpy(), actions=data.actions.numpy(),
+                 rewards=data.rewards.numpy(), terminals=terminals,
+                 timeouts=ends & ~terminals)
+        out = subprocess.run([python, "-c", D3RLPY, str(path), str(steps)], capture_output=True,
+                             text=True, timeout=1800)
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def find_prm(args, quick: bool) -> tuple[str | None, str]:
+    """A panda_push PRM checkpoint: --prm, the newest trained, or train one now."""
+    from embodied.reward.prm.checkpoint import newest_prm_checkpoint
+
+    if args.prm:
+        return args.prm, "given"
+    for runs in (OUT, Path("runs/reward/prm")):
+        try:
+            return str(newest_prm_checkpoint("panda_push", runs)), f"newest under {runs}"
+        except FileNotFoundError:
+            pass
+    run = OUT / "panda_push" / ("quick" if quick else "full")
+    extra = ["data.episodes=32", "train.epochs=1"] if quick else []
+    cmd = [sys.executable, "-m", "embodied.cli", "reward", "train", "task=panda_push",
+           f"run_dir={run}", *extra]
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        return None, f"training failed: {done.stderr.strip()[-300:]}"
+    return str(run / "prm.pt"), f"trained here in {time.perf_counter() - start:.0f} s"
+
+
+def label(dataset: Path, out: Path, *overrides: str) -> dict:
+    cfg = load_config("label", [f"dataset={dataset}", f"out={out}", "progress=false",
+                                "reward.mode=prm+sparse", *overrides])
+    start = time.perf_counter()
+    summary = run_label(cfg)
+    summary["seconds"] = time.perf_counter() - start
+    summary["frames_per_s"] = summary["frames"] / summary["seconds"]
+    return summary
+
+
+def train(dataset: Path, run: Path, algo: str, steps: int, episodes: int) -> dict:
+    cfg = load_config("offline", [f"dataset={dataset}", f"run_dir={run}", f"algo={algo}",
+                                  f"steps={steps}", "eval_episodes=0", "progress=false",
+                                  f"eval.num_envs={episodes}", "eval.video_envs=2",
+                                  f"log_interval={max(1, steps // 10)}"])
+    summary = run_offline(cfg)
+    ev = summary["eval"]
+    return {"success_rate": ev["success_rate"], "episode_return": ev["episode_return"],
+            "episodes": ev["episodes"], "gradient_steps": summary["gradient_steps"],
+            "train_seconds": summary["train_seconds"], "run_dir": summary["run_dir"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run (< 1 minute of "
+                        "training; small dataset)")
+    parser.add_argument("--prm", help="a panda_push PRM run folder or prm.pt")
+    parser.add_argument("--d3rlpy-python", help="the Python of an environment with d3rlpy")
+    args = parser.parse_args()
+    quick = args.quick
+    torch.set_num_threads(1)
+    stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
+    root = OUT / ("quick" if quick else "full") / stamp
+    episodes, steps, eval_eps = (8, 200, 8) if quick else (64, 8000, 64)
+    start = time.perf_counter()
+    collect(load_config("collect", [
+        "task=panda_push", *SOURCES, f"episodes={episodes}", "num_envs=16", "width=64",
+        "height=64", "progress=false", f"out={root / 'data'}",
+        *(["task.episode_length_s=1.0"] if quick else [])]))
+    collect_s = time.perf_counter() - start
+    ds = LeRobotDataset(root / "data")
+    per_source: dict[str, list[bool]] = {}
+    for e in ds.episodes:
+        per_source.setdefault(e.meta["policy"], []).append(bool(e.meta["success"]))
+
+    oracle = label(root / "data", root / "oracle", "reward=oracle")
+    prm_path, prm_note = find_prm(args, quick)
+    prm = None
+    if prm_path is not None:
+        prm = label(root / "data", root / "prm", "reward=prm", f"reward.checkpoint={prm_path}")
+
+    results = {"bc": train(root / "data", root / "runs/bc", "bc", steps, eval_eps),
+               "iql_true": train(root / "oracle", root / "runs/iql_true", "iql", steps, eval_eps)}
+    if prm is not None:
+        results["iql_prm"] = train(root / "prm", root / "runs/iql_prm", "iql", steps, eval_eps)
+
+    data = load_transitions(root / "oracle")
+    speed_steps = 100 if quick else 500
+    ours = ours_steps_per_s(data, speed_steps)
+    peer = d3rlpy_steps_per_s(args.d3rlpy_python, data, speed_steps) \
+        if args.d3rlpy_python else {"error": "not measured: pass --d3rlpy-python"}
+
+    true_ok = results["iql_true"]["success_rate"]
+    prm_ok = results["iql_prm"]["success_rate"] if prm is not None else None
+    figures = {
+        "task": "panda_push",
+        "dataset": {"episodes": ds.num_episodes, "frames": ds.num_frames,
+                    "cameras": ds.cameras, "image_size": [64, 64],
+                    "success_by_source": {k: float(np.mean(v)) for k, v in per_source.items()},
+                    "collect_seconds": round(collect_s, 1),
+                    "collect_frames_per_s": round(ds.num_frames / collect_s, 1)},
+        "labelling": {
+            "oracle_frames_per_s": round(oracle["frames_per_s"], 1),
+            "prm_frames_per_s": round(prm["frames_per_s"], 1) if prm else None,
+            "prm_checkpoint": prm_path, "prm_source": prm_note,
+            "prm_final_progress_success": prm and prm["mean_final_progress_success"],
+            "prm_final_progress_failure": prm and prm["mean_final_progress_failure"],
+        },
+        "offline": results,
+        "gradient_steps": steps,
+        "iql_prm_over_iql_true": (prm_ok / true_ok) if prm_ok is not None and true_ok else None,
+        "iql_true_minus_bc": true_ok - results["bc"]["success_rate"],
+        "iql_prm_minus_bc": (prm_ok - results["bc"]["success_rate"]) if prm_ok is not None
+        else None,
+        "iql_steps_per_s": round(ours, 1),
+        "d3rlpy_iql": peer,
+        "iql_steps_per_s_ratio_to_d3rlpy": round(ours / peer["steps_per_s"], 2)
+        if "steps_per_s" in peer else None,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    write_result("offline", quick, figures)
+
+
+if __name__ == "__main__":
+    main()
