@@ -94,3 +94,9 @@ def test_offline_runs_resume_exactly_and_evaluate_like_ppo_runs(mixed_reach, tmp
         torch.testing.assert_close(b["policy"][key], value, rtol=0, atol=0)
     assert main(["eval", f"run={tmp_path / 'whole'}", "episodes=4", "video=false",
                  "progress=false"]) == 0
+    # a trained run collects data like the expert does
+    summary = collect(load_config("collect", [
+        "task=panda_reach", f"policy={tmp_path / 'whole'}", "noise=0.1", "episodes=2",
+        "num_envs=2", "cameras=[]", "task.episode_length_s=0.2", "progress=false",
+        f"out={tmp_path / 'from_policy'}"]))
+    assert summary["episodes"] == 2 and summary["frames"] == 20
