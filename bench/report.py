@@ -99,13 +99,36 @@ def reward(r: dict) -> str:
               "", f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
               f"`{r['command']}`; curves: `{rl['plot']}`)"]
     return "\n".join(lines)
-TABLES = {"sim_throughput": sim_throughput, "ppo": ppo, "reward": reward}
+def ros_loop(r: dict) -> str:
+    ros, sim = r["ros"], r["sim"]
+    lines = ["| ROS 2 closed loop (panda_reach, sim_deploy) | p50 | p99 |",
+             "| --- | ---: | ---: |"]
+    for label, key in (("control-step jitter (ms)", "jitter_ms"),
+                       ("policy node compute per step (ms)", "compute_ms"),
+                       ("state age when a command is computed (ms)", "state_age_at_command_ms"),
+                       ("state message -> command received by the robot (ms)",
+                        "state_to_command_latency_ms")):
+        lines.append(f"| {label} | {r[key]['p50']:.2f} | {r[key]['p99']:.2f} |")
+    lines += ["", f"Control rate {r['control_rate_hz']:.2f} Hz ({r['rate_ratio_to_nominal']:.3f} "
+              f"of the nominal 50 Hz). Success through ROS {ros['success_rate']:.0%} of "
+              f"{ros['episodes']} episodes against {sim['success_rate']:.0%} of "
+              f"{sim['episodes']} in simulation with the same policy: ratio "
+              f"{r['success_ratio']:.2f} (target >= 0.95). Watchdog trips during the run: "
+              f"{ros['watchdog_trips']}; load average (1 min) before/after: "
+              f"{ros['load_avg_1min'][0]:.1f}/{ros['load_avg_1min'][1]:.1f}. "
+              f"({r['machine']['cores']} cores, {r['machine']['cpu']}, "
+              f"{r['date'][:10]}; `{r['command']}`; DDS isolation: {ros['isolation']})"]
+    return "\n".join(lines)
+
+
+TABLES = {"sim_throughput": sim_throughput, "ppo": ppo, "reward": reward, "ros_loop": ros_loop}
 
 
 TITLES = {
     "sim_throughput": "Simulation throughput (`python bench/sim_throughput.py`)",
     "ppo": "PPO against stable-baselines3 (`python bench/ppo.py`)",
     "reward": "Learned PRM and the sparse-reward experiment (`python bench/reward.py`)",
+    "ros_loop": "ROS 2 bridge in closed loop (`python bench/ros_loop.py`)",
 }
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"

@@ -5,8 +5,9 @@ Through ROS: ``sim_deploy`` (the policy node and the simulated Panda as two proc
 real DDS, kept on this machine: a private network namespace when possible, else
 localhost discovery). Each episode sends a goal drawn from the task's target range, puts
 the simulated arm back in its default pose and, after the task's episode length (3 s),
-counts success when the tcp (ground truth) is within the task's success radius, as the
-task does at an episode's end. In simulation: the same exported policy on the batched
+counts success when the tcp (ground truth) is within the task's success radius after the
+task's episode length in simulated control steps (150), as the task does at an episode's
+end. In simulation: the same exported policy on the batched
 env (``embodied eval`` settings: observation noise and domain randomisation as in
 training), one episode per env. ``success_ratio`` = ROS / simulation (target >= 0.95).
 Loop figures come from the nodes' own ``~/loop_stats``: the policy node's timer period
@@ -18,6 +19,7 @@ carrying its stamp (that includes waiting for the next policy tick, up to one pe
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import time
@@ -39,7 +41,7 @@ from sim import make_env
 from sim.tasks.panda_reach import SUCCESS_RADIUS, TARGET_HIGH, TARGET_LOW, PandaReach
 
 POLICY = Path(__file__).resolve().parent.parent / "assets/policies/panda_reach/policy.pt"
-EPISODE_S = PandaReach.episode_length_s
+EPISODE_STEPS = round(PandaReach.episode_length_s / 0.02)  # 150 control steps of 20 ms
 
 
 def in_simulation(episodes: int) -> dict:
@@ -77,7 +79,11 @@ def through_ros(episodes: int, log_dir: Path) -> dict:
             goal.point.x, goal.point.y, goal.point.z = (float(v) for v in target)
             goal_pub.publish(goal)
             reset_pub.publish(Empty())
-            time.sleep(EPISODE_S)
+            sent = time.monotonic()
+            # One ground-truth pose per simulated control step: an episode is the task's
+            # number of control steps (+1 for the reset in flight), however loaded the CPU.
+            g.wait_for(lambda sent=sent: len(ee.since(sent)) > EPISODE_STEPS, 60.0,
+                       "the episode's control steps")
             p = ee.messages[-1].pose.position
             distances.append(float(np.linalg.norm(np.array([p.x, p.y, p.z]) - target)))
         g.wait_for(lambda: policy_stats.messages and sim_stats.messages, 30.0, "loop stats")
@@ -98,8 +104,10 @@ def main() -> None:
     torch.set_num_threads(1)
     episodes = 4 if args.quick else 30
     sim = in_simulation(64 if not args.quick else 16)
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         ros = through_ros(episodes, Path(tmp))
+    ros["load_avg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
     loop, robot = ros["policy_loop"], ros["sim_robot_loop"]
     control_dt_ms = 20.0
     figures = {

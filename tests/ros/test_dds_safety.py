@@ -35,6 +35,15 @@ class Go2Player:
                                          qos_profile_sensor_data)
         node.create_timer(GO2.control_dt, self._publish)
 
+    def stop(self) -> None:
+        """Stop publishing; returns once no publication is in progress."""
+        self.enabled = False
+        while True:
+            n = len(self.sent)
+            time.sleep(0.2)
+            if len(self.sent) == n:
+                return
+
     def _publish(self) -> None:
         if not self.enabled:
             return
@@ -92,23 +101,27 @@ def test_soft_start_then_watchdog_damps_within_three_periods(ros_graph, untraine
     # pose, before any policy command.
     ramp = _targets(commands)
     dist = np.abs(ramp - GO2.default_pose).max(axis=1)
-    assert dist[0] > 0.2 and dist.min() < 0.01
+    assert dist[0] > 0.2 and dist.min() < 0.01, f"ramp distances {dist.round(3).tolist()}"
     assert np.all(np.abs(np.diff(ramp, axis=0)) <= 0.5 + 1e-9)  # max_target_step (go2.yaml)
 
     g.wait_for(lambda: len(commands.messages) > len(ramp) + 10, 10.0, "policy commands")
-    player.enabled = False
-    time.sleep(0.1)
+    trips_before = sum(m["mode"] == "watchdog" for m in safety.messages)
+    player.stop()
     last_state = player.sent[-1]
-    trip = g.wait_mode(safety, "watchdog")
+    trip = g.wait_for(lambda: [m for m in safety.messages if m["mode"] == "watchdog"]
+                      [trips_before:], 10.0, "the watchdog")[0]
+    # The node's own account: it tripped at the latest on the third tick without state.
     assert trip["ticks_since_state"]["joint_states"] <= 3
-    # Count what the node sent after the last state left the player: at most three
-    # commands computed by the policy, then damping (targets = the measured pose).
+    # What the node sent after the last state left the player: policy commands for at
+    # most three control periods (one more while that state was in flight), then only
+    # damping (targets = the measured pose).
     g.wait_for(lambda: len(commands.since(last_state)) >= 8, 10.0, "safe commands")
     after = np.array([m.data for m in commands.since(last_state)])
     damping = np.all(np.abs(after - start) < 1e-9, axis=1)
     first_safe = int(np.argmax(damping))
-    assert damping[first_safe] and np.all(damping[first_safe:])
-    assert first_safe <= 3
+    modes = [m["mode"] for m in safety.messages]
+    assert damping[first_safe] and np.all(damping[first_safe:]), (damping.tolist(), modes)
+    assert first_safe <= 4, (damping.tolist(), modes, trip)
 
 
 def test_nan_state_never_reaches_a_command(ros_graph, untrained_go2_policy):

@@ -122,11 +122,15 @@ def sim_deploy_nodes(robot: str, policy: str, namespace: str = "", params_file: 
     """``sim_deploy.launch.py``: the policy node plus the simulated robot, same namespace.
 
     The simulated robot sends state at the control rate, so the policy node steps on each
-    state message (``trigger: state``) rather than on its own timer.
+    state message (``trigger: state``) rather than on its own timer; it publishes its
+    simulation time on ``/clock`` and the policy node runs on it (``use_sim_time``), so a
+    simulation slowed down by a busy CPU does not look like a stale robot.
     """
     spec = policy_node(robot, policy, namespace, params_file, (), autostart)
-    spec = replace(spec, overrides={**spec.overrides, "trigger": "state"})
-    return [spec, sim_robot_node(robot, namespace, params_file)]
+    spec = replace(spec, overrides={**spec.overrides, "trigger": "state", "use_sim_time": True})
+    sim = sim_robot_node(robot, namespace, params_file)
+    sim = replace(sim, overrides={**sim.overrides, "publish_clock": True})
+    return [spec, sim]
 
 
 def as_bool(text: str | bool) -> bool:

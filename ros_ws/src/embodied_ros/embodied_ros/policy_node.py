@@ -184,6 +184,11 @@ class PolicyNode(LifecycleNode):
             self._startup = self.create_timer(0.05, self._autostart)
         self._publish_safety()
 
+    def now(self) -> float:
+        """Seconds on the node's clock (system time, or simulation time with use_sim_time):
+        the watchdog, the soft start and the resume window run on it."""
+        return self.get_clock().now().nanoseconds * 1e-9
+
     # ------------------------------------------------------------ lifecycle
     def _params(self) -> Params:
         values = {n: self.get_parameter(n).value for n in PARAMETERS}
@@ -279,7 +284,7 @@ class PolicyNode(LifecycleNode):
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Start the soft start, only if every state input is fresh."""
-        now = time.monotonic()
+        now = self.now()
         stale = {n: w.age(now) for n, w in self.watchdogs.items() if not w.fresh(now)}
         if stale or self.state is None:
             ages = ", ".join(f"{n} {a:.3f} s old" if math.isfinite(a) else f"no {n} yet"
@@ -327,7 +332,7 @@ class PolicyNode(LifecycleNode):
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 self.destroy_timer(self._startup)  # the error is logged; do not retry
         elif label == "inactive" and self.state is not None and \
-                all(w.fresh(time.monotonic()) for w in self.watchdogs.values()):
+                all(w.fresh(self.now()) for w in self.watchdogs.values()):
             self.trigger_activate()
         elif label != "inactive":
             self.destroy_timer(self._startup)
@@ -344,7 +349,7 @@ class PolicyNode(LifecycleNode):
         else:
             self.state.q, self.state.qd, self.state.finger_q = q, qd, finger
         self.state_stamp = msg.header.stamp
-        now = time.monotonic()
+        now = self.now()
         self.watchdogs["joint_states"].state_received(now)
         if self.p.trigger == "state" and now - self.last_step >= 0.5 * self.p.control_dt:
             self._step(now)  # act on the newest state at once (at most ~2x the control rate)
@@ -355,7 +360,7 @@ class PolicyNode(LifecycleNode):
         except StateError as err:
             self._reject("imu", err)
             return
-        self.watchdogs["imu"].state_received(time.monotonic())
+        self.watchdogs["imu"].state_received(self.now())
 
     def _on_base_velocity(self, msg: TwistStamped) -> None:
         v = vector3(msg.twist.linear)
@@ -363,7 +368,7 @@ class PolicyNode(LifecycleNode):
             self._reject("base_velocity", StateError(f"non-finite base velocity {v.tolist()}"))
             return
         self.base_vel = v
-        self.watchdogs["base_velocity"].state_received(time.monotonic())
+        self.watchdogs["base_velocity"].state_received(self.now())
 
     def _reject(self, topic: str, err: Exception) -> None:
         """A state message that is not used: it does not refresh the watchdog."""
@@ -396,7 +401,7 @@ class PolicyNode(LifecycleNode):
     def _on_timer(self) -> None:
         """The control timer: a control step (trigger ``timer``), or in trigger ``state``
         only the watchdog (a step that sends the safe command once state is stale)."""
-        now = time.monotonic()
+        now = self.now()
         for w in self.watchdogs.values():
             w.tick()
         if self.p.trigger == "timer" or not self._fresh(now):
@@ -404,7 +409,7 @@ class PolicyNode(LifecycleNode):
 
     def _step(self, now: float) -> None:
         """One control step: safe command, soft start or policy, then publish."""
-        self.stats.tick(now)
+        self.stats.tick(time.monotonic())  # loop timing in wall time, whatever the clock
         self.last_step = now
         if not self.active:
             return
@@ -493,7 +498,7 @@ class PolicyNode(LifecycleNode):
 
     def _enter_safe(self, mode: str, reason: str, extra: dict | None = None) -> None:
         self.hold_target = None if self.state is None else self.state.q.copy()
-        self.safe_since = time.monotonic()
+        self.safe_since = self.now()
         self.policy_ran = self.mode == "policy"
         self._set_mode(mode, reason, extra)
 

@@ -15,10 +15,11 @@ steps ``decimation`` physics steps and publishes
 
 It follows ``joint_trajectory`` (trajectory_msgs/JointTrajectory, joints by name; the
 first point's positions) or ``joint_position_targets`` (std_msgs/Float64MultiArray in
-robot.yaml order), per the ``command`` parameter. ``~/reset`` (std_msgs/Empty) puts
-the robot back in its default pose. ``~/loop_stats`` (JSON) reports the step rate and
-the latency from a state message to the command computed from it (for
-JointTrajectory, whose header carries the stamp of that state).
+robot.yaml order), per the ``command`` parameter. With ``publish_clock`` it publishes
+the simulation time on ``/clock`` (``sim_deploy`` runs the policy node on it).
+``~/reset`` (std_msgs/Empty) puts the robot back in its default pose. ``~/loop_stats``
+(JSON) reports the step rate and the latency from a state message to the command
+computed from it (for JointTrajectory, whose header carries the stamp of that state).
 """
 
 from __future__ import annotations
@@ -31,11 +32,13 @@ import mujoco
 import numpy as np
 import rclpy
 import torch
+from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Empty, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
@@ -99,6 +102,10 @@ class SimRobotNode(Node):
             self.create_subscription(Float64MultiArray, "joint_position_targets",
                                      self._on_array, qos_profile_sensor_data)
         self.create_subscription(Empty, "~/reset", lambda _msg: self.reset(), 10)
+        # Simulation time on /clock: nodes with use_sim_time run their watchdogs and ramps
+        # on it, so a CPU-starved simulation is slow, not stale.
+        self.clock_pub = self.create_publisher(Clock, "/clock", 10) \
+            if self.declare_parameter("publish_clock", False).value else None
         self.stats_pub = self.create_publisher(String, "~/loop_stats", 10)
         self.latency: deque[float] = deque(maxlen=2000)
         self.periods: deque[float] = deque(maxlen=2000)
@@ -174,6 +181,9 @@ class SimRobotNode(Node):
         for _ in range(self.robot.decimation):
             mujoco.mj_step(self.model, self.data)
         self.steps += 1
+        if self.clock_pub is not None:
+            ns = round(self.steps * self.robot.control_dt * 1e9)
+            self.clock_pub.publish(Clock(clock=TimeMsg(sec=ns // 10**9, nanosec=ns % 10**9)))
         self._publish_state()
 
     def _publish_state(self) -> None:
