@@ -140,12 +140,16 @@ def test_nan_state_never_reaches_a_command(ros_graph, untrained_go2_policy):
     n = len(commands.messages)
     g.wait_for(lambda: len(commands.messages) > n + 10, 10.0, "commands during NaN state")
     player.nan = False
-    g.wait_for(lambda: safety.messages[-1]["mode"] in ("soft_start", "policy"), 10.0,
-               "recovery once the state is valid again")
+    g.wait_for(lambda: safety.messages[-1]["mode"] == "policy", 20.0,
+               "the policy again once the state is valid (after a soft start)")
     targets = _targets(commands)
     assert len(targets) > 20 and np.all(np.isfinite(targets))
     assert np.all(targets >= GO2.lower) and np.all(targets <= GO2.upper)
     assert "rejected" in g.logs()
+    # Stopping the node (SIGINT) sends the safe command last: damping at the measured pose.
+    assert not np.allclose(targets[-1], GO2.default_pose)  # the policy's own targets
+    assert g.processes[0].stop() == [0]
+    np.testing.assert_allclose(commands.messages[-1].data, GO2.default_pose, atol=1e-12)
 
 
 def test_e_stop_brings_the_robot_to_rest_in_damping(ros_graph, untrained_go2_policy):

@@ -18,6 +18,17 @@ def to_action(spec: NodeSpec):
     return LifecycleNode(**kwargs) if spec.lifecycle else Node(**kwargs)
 
 
+def common_arguments(robot: str, autostart: str) -> dict[str, tuple[str, str]]:
+    """The launch arguments both launch files take: ``{name: (default, description)}``."""
+    return {
+        "robot": (robot, "robot name (robots/<robot>/robot.yaml, config/<robot>.yaml)"),
+        "policy": ("", "exported policy.pt or policy.onnx (embodied export)"),
+        "namespace": ("", "namespace of the nodes and their topics"),
+        "params_file": ("", "parameter file; default config/<robot>.yaml"),
+        "autostart": (autostart, "configure at once and activate on fresh state"),
+    }
+
+
 def arguments(defaults: dict[str, tuple[str, str]]) -> list[DeclareLaunchArgument]:
     """Launch arguments from ``{name: (default, description)}``."""
     return [DeclareLaunchArgument(name, default_value=default, description=text)

@@ -50,6 +50,7 @@ import numpy as np
 import rclpy
 import torch
 from geometry_msgs.msg import PointStamped, Twist, TwistStamped
+from rclpy.duration import Duration
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (
@@ -496,6 +497,13 @@ class PolicyNode(LifecycleNode):
         self.target = None
         self._set_mode("soft_start", f"ramp to the default pose over {self.p.soft_start_s} s")
 
+    def exit_safely(self) -> None:
+        """On SIGINT/SIGTERM: the safe command, delivered before the process ends."""
+        if self.active:
+            self._enter_safe("exit", "process stopping")
+            self.send_safe_command("exit")
+            self.command_pub.wait_for_all_acked(Duration(seconds=0.5))
+
     def _enter_safe(self, mode: str, reason: str, extra: dict | None = None) -> None:
         self.hold_target = None if self.state is None else self.state.q.copy()
         self.safe_since = self.now()
@@ -580,7 +588,7 @@ def main(args: list[str] | None = None) -> None:
     """Entry point (``ros2 run embodied_ros policy_node``)."""
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     node = PolicyNode()
-    spin_until_signal(node, lambda: node.send_safe_command("exit") if node.active else None)
+    spin_until_signal(node, node.exit_safely)
 
 
 if __name__ == "__main__":

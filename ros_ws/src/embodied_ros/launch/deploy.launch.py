@@ -11,19 +11,15 @@ process launcher uses on machines without launch_ros.
 from launch import LaunchDescription
 
 from embodied_ros.description import as_bool, deploy_nodes
-from embodied_ros.launch_actions import arguments, nodes_from
+from embodied_ros.launch_actions import arguments, common_arguments, nodes_from
 
 ARGS = {
-    "robot": ("go2", "robot name (robots/<robot>/robot.yaml, config/<robot>.yaml)"),
-    "policy": ("", "exported policy.pt or policy.onnx (embodied export)"),
-    "namespace": ("", "namespace of the node and its topics"),
-    "params_file": ("", "parameter file; default config/<robot>.yaml"),
+    **common_arguments(robot="go2", autostart="false"),
     "remappings": ("", "comma-separated from:=to topic remappings"),
-    "autostart": ("false", "configure at once and activate on fresh state"),
 }
 
 
-def _build(robot, policy, namespace, params_file, remappings, autostart):
+def _build(robot, policy, namespace, params_file, autostart, remappings):
     return deploy_nodes(robot, policy, namespace, params_file, remappings, as_bool(autostart))
 
 

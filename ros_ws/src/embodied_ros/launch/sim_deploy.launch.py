@@ -11,14 +11,10 @@ from launch.actions import SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
 
 from embodied_ros.description import as_bool, sim_deploy_nodes
-from embodied_ros.launch_actions import arguments, nodes_from
+from embodied_ros.launch_actions import arguments, common_arguments, nodes_from
 
 ARGS = {
-    "robot": ("panda", "robot name (robots/<robot>/robot.yaml, config/<robot>.yaml)"),
-    "policy": ("", "exported policy.pt or policy.onnx (embodied export)"),
-    "namespace": ("", "namespace of both nodes and their topics"),
-    "params_file": ("", "parameter file; default config/<robot>.yaml"),
-    "autostart": ("true", "configure at once and activate on fresh state"),
+    **common_arguments(robot="panda", autostart="true"),
     "discovery_range": ("LOCALHOST", "ROS_AUTOMATIC_DISCOVERY_RANGE for both nodes"),
 }
 
