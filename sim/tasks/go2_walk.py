@@ -24,6 +24,15 @@ the terms are built, as both frameworks do; a per-step reward is then on their
 scale and an episode return does not depend on the control rate. The
 termination penalty is scaled the same way (-200 -> -4 per fall).
 
+Gait clock: legged_gym's feet-air-time term is replaced by periodic-reward shaping
+(Siekmann et al. 2021; walk-these-ways, Margolis & Agrawal 2022): a trot clock
+(2 Hz, diagonal pairs half a period apart, :data:`GAIT_PERIOD_S`) whose phase is
+in the observation; ``gait_contact`` rewards each foot whose contact matches the
+clock (all feet down under a zero command) and ``feet_clearance`` pulls swinging
+feet to 8 cm. Without it PPO only learned to stand within 1.5M env steps here;
+with it the Go2 trots forward after under 1M (configs/algo/ppo/go2_walk.yaml).
+A deployment advances the same clock (:func:`advance_phase`) every control period.
+
 Contacts come from touch sensors added in :meth:`Go2Walk.build_scene` (feet:
 the robot's foot sites enlarged to 3 cm; trunk and thighs: new sites around
 their collision geoms). Joint torques are estimated from the PD law and
