@@ -105,7 +105,6 @@ def ros_loop(r: dict) -> str:
              "| --- | ---: | ---: |"]
     for label, key in (("control-step jitter (ms)", "jitter_ms"),
                        ("policy node compute per step (ms)", "compute_ms"),
-                       ("state age when a command is computed (ms)", "state_age_at_command_ms"),
                        ("state message -> command received by the robot (ms)",
                         "state_to_command_latency_ms")):
         lines.append(f"| {label} | {r[key]['p50']:.2f} | {r[key]['p99']:.2f} |")
