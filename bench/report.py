@@ -120,7 +120,41 @@ def ros_loop(r: dict) -> str:
     return "\n".join(lines)
 
 
-TABLES = {"sim_throughput": sim_throughput, "ppo": ppo, "reward": reward, "ros_loop": ros_loop}
+def vlm_reward(r: dict) -> str:
+    v = r["vlm"]
+    lines = [f"| tiny random VLM, {v['batch']} envs x {v['views']} views at {v['size']}x"
+             f"{v['size']} | parameters | observations/s (frames/s), one generate per batch | "
+             "one env per call | with the success question | scoring / rendering |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for family, m in v["models"].items():
+        lines.append(f"| {family} | {m['parameters']:,} | {m['batched_obs_per_s']:.1f} "
+                     f"({m['batched_frames_per_s']:.0f}) | {m['one_per_call_obs_per_s']:.1f} | "
+                     f"{m['batched_with_success_obs_per_s']:.1f} | {m['score_over_render']:.2f} |")
+    bt = r["bradley_terry"]
+    lines += ["", "| Bradley-Terry reward, labels from sim progress | labelled pairs (strict) | "
+              "held-out pairwise accuracy | VOC (expert) | Pearson vs sim | training |",
+              "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for task, m in bt.items():
+        if "val_pairwise_accuracy" not in m:
+            continue
+        e = m["eval"]
+        lines.append(f"| {task} | {m['pairs']:,} ({m['train_pairs_used']:,}) | "
+                     f"{m['val_pairwise_accuracy']:.3f} ({m['val_pairs']:,} pairs) | "
+                     f"{e['voc']:.3f} | {e['progress_pearson']:.3f} | "
+                     f"{m['seconds']['train']:.0f} s |")
+    s, j = bt["scoring"], bt["tiny_vlm_judge"]
+    lines += ["", f"Bradley-Terry scoring, {s['batch']} x 3 views at {s['size']}x{s['size']}: "
+              f"{s['score_obs_per_s']:,.0f} observations/s, {s['score_over_render']:.0f}x the "
+              f"rendering rate of the same observations ({s['render_obs_per_s']:,.0f}/s). A tiny "
+              f"random SmolVLM as preference judge (both orders): {j['pairs_per_s']:.1f} pairs/s, "
+              f"{j['unreadable_share']:.0%} of its answers unreadable (random weights). "
+              f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
+              f"`{r['command']}`)"]
+    return "\n".join(lines)
+
+
+TABLES = {"sim_throughput": sim_throughput, "ppo": ppo, "reward": reward, "ros_loop": ros_loop,
+          "vlm_reward": vlm_reward}
 
 
 TITLES = {
@@ -128,6 +162,8 @@ TITLES = {
     "ppo": "PPO against stable-baselines3 (`python bench/ppo.py`)",
     "reward": "Learned PRM and the sparse-reward experiment (`python bench/reward.py`)",
     "ros_loop": "ROS 2 bridge in closed loop (`python bench/ros_loop.py`)",
+    "vlm_reward": "VLM rewards and the Bradley-Terry preference model "
+                  "(`python bench/vlm_reward.py`)",
 }
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
