@@ -10,6 +10,7 @@ class that has no video processor (images and text only), and is what gets loade
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -23,6 +24,14 @@ def _transformers() -> Any:
     except ImportError as err:
         raise ImportError("VLM reward models need transformers: pip install -e '.[vlm]'") from err
     return transformers
+
+
+def _reads_video_processor(method: Any) -> bool:
+    """Whether a processor method's own source touches ``self.video_processor``."""
+    try:
+        return "self.video_processor" in inspect.getsource(method)
+    except (OSError, TypeError):
+        return False
 
 
 def without_video(cls: type) -> type:
@@ -57,9 +66,11 @@ def without_video(cls: type) -> type:
             return ProcessorMixin.apply_chat_template(self, conversation, chat_template,
                                                       **kwargs)
 
+        body: dict[str, Any] = {"__init__": __init__}
+        if _reads_video_processor(cls.apply_chat_template):
+            body["apply_chat_template"] = apply_chat_template
         _NO_VIDEO_CLASSES[cls] = type(cls.__name__, (cls,), {
-            "__init__": __init__,
-            "apply_chat_template": apply_chat_template,
+            **body,
             "__module__": __name__,
             "__doc__": f"{cls.__name__} without its video processor (images and text only).",
         })
