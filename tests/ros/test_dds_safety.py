@@ -28,6 +28,7 @@ class Go2Player:
 
     def __init__(self, node, q: np.ndarray):
         self.q, self.enabled, self.nan = q, True, False
+        self.quat = (1.0, 0.0, 0.0, 0.0)  # base orientation (w, x, y, z)
         self.sent: list[float] = []  # monotonic times of published JointStates
         self.js = node.create_publisher(JointState, "/joint_states", qos_profile_sensor_data)
         self.imu = node.create_publisher(Imu, "/imu", qos_profile_sensor_data)
@@ -51,7 +52,8 @@ class Go2Player:
         msg = JointState(name=GO2.ros_joint_names, position=[float(v) + bad for v in self.q],
                          velocity=[0.0] * len(self.q))
         imu = Imu()
-        imu.orientation.w = 1.0 + bad
+        o = imu.orientation
+        o.w, o.x, o.y, o.z = (v + bad for v in self.quat)
         vel = TwistStamped()
         self.js.publish(msg)
         self.imu.publish(imu)
@@ -86,7 +88,7 @@ def test_mismatched_artifact_is_refused_at_configure(ros_graph, untrained_go2_po
 
 
 @pytest.mark.parametrize("trigger", ["timer", "state"])
-def test_soft_start_then_watchdog_damps_within_three_periods(ros_graph, untrained_go2_policy,
+def test_soft_start_watchdog_and_attitude_cut_off(ros_graph, untrained_go2_policy,
                                                              trigger):
     g = ros_graph
     safety = g.safety()
@@ -123,6 +125,17 @@ def test_soft_start_then_watchdog_damps_within_three_periods(ros_graph, untraine
     assert damping[first_safe] and np.all(damping[first_safe:]), (damping.tolist(), modes)
     assert first_safe <= 4, (damping.tolist(), modes, trip)
 
+    # Fresh state again, but the base is tilted 1 rad (> attitude_limit 0.8): the attitude
+    # cut-off latches damping instead of a soft start.
+    player.quat = (math.cos(0.5), math.sin(0.5), 0.0, 0.0)
+    player.enabled = True
+    cut = g.wait_mode(safety, "attitude")
+    assert "tilt 1.00 rad" in cut["reason"]
+    n = len(commands.messages)
+    g.wait_for(lambda: len(commands.messages) > n + 5, 10.0, "commands after the cut-off")
+    after_cut = _targets(commands)[n:]
+    assert np.all(after_cut == start), after_cut
+
 
 def test_nan_state_never_reaches_a_command(ros_graph, untrained_go2_policy):
     g = ros_graph
@@ -147,7 +160,8 @@ def test_nan_state_never_reaches_a_command(ros_graph, untrained_go2_policy):
     assert np.all(targets >= GO2.lower) and np.all(targets <= GO2.upper)
     assert "rejected" in g.logs()
     # Stopping the node (SIGINT) sends the safe command last: damping at the measured pose.
-    assert not np.allclose(targets[-1], GO2.default_pose)  # the policy's own targets
+    g.wait_for(lambda: not np.allclose(commands.messages[-1].data, GO2.default_pose), 10.0,
+               "the policy's own targets (not the default pose)")
     assert g.processes[0].stop() == [0]
     np.testing.assert_allclose(commands.messages[-1].data, GO2.default_pose, atol=1e-12)
 
