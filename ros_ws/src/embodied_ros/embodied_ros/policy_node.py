@@ -114,6 +114,7 @@ PARAMETERS: dict[str, Any] = {
     "trigger": "timer",
     "output": "joint_trajectory",
     "trajectory_horizon": 0.02,
+    "command_gripper": False,
     "safe_mode": "hold",
     "watchdog_periods": 3.0,
     "joint_limit_margin": 0.02,
@@ -142,6 +143,7 @@ class Params:
     trigger: str
     output: str
     trajectory_horizon: float
+    command_gripper: bool
     safe_mode: str
     watchdog_periods: float
     joint_limit_margin: float
@@ -235,8 +237,9 @@ class PolicyNode(LifecycleNode):
                                               p.torque_limit_scale)
         self.joints = JointIndex(robot.ros_joint_names)
         self.fingers = JointIndex(list(robot.gripper.ros_names)) if robot.gripper else None
+        with_fingers = p.command_gripper and robot.gripper is not None
         self.command_names = robot.ros_joint_names + (list(robot.gripper.ros_names)
-                                                      if robot.gripper else [])
+                                                      if with_fingers else [])
         inputs = ["joint_states"] + (["imu", "base_velocity"] if builder.legged else [])
         self.watchdogs = {name: Watchdog(p.control_dt, p.watchdog_periods) for name in inputs}
         self.stats = LoopStats(p.control_dt)
@@ -528,7 +531,7 @@ class PolicyNode(LifecycleNode):
                                    self.limits)
         else:
             target = np.clip(target, self.limits.lower, self.limits.upper)
-        positions = np.concatenate([target, self.finger_target])
+        positions = np.concatenate([target, self.finger_target])[:len(self.command_names)]
         if not np.all(np.isfinite(positions)):  # never let NaN reach a command
             self._enter_safe("non_finite_action", "non-finite joint target")
             return
