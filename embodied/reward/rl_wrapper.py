@@ -135,6 +135,10 @@ class RewardEnv:
         self.frames_scored = 0
         self.steps = 0
         self._t = 0
+        self._prev_obs: torch.Tensor | None = None
+        # (reward model's progress, simulator's progress) of scored states: how well the
+        # potential tracks the truth on the states the policy actually visits
+        self._pairs: dict[str, list[torch.Tensor]] = {"model": [], "distilled": []}
 
     def __getattr__(self, name: str) -> Any:  # obs_dim, num_envs, device, render, _gen, ...
         if name == "env":
@@ -163,9 +167,20 @@ class RewardEnv:
         k = min(self.distiller.cfg.label_envs, self.env.num_envs)
         ids = torch.randperm(self.env.num_envs, generator=self.gen)[:k].sort().values
         progress = self._score_frames(ids)
+        self._track("model", progress, ids)
         t = time.perf_counter()
+        self._track("distilled", self.distiller(obs[ids]), ids)
         self.distiller.add(obs[ids], progress)
         self.timing["distill"] += time.perf_counter() - t
+
+    def _track(self, key: str, progress: torch.Tensor, ids: torch.Tensor | None) -> None:
+        """Remember (model progress, simulator progress) pairs, if the env has a task."""
+        task = getattr(self.env, "task", None)
+        if task is None or sum(len(p) for p in self._pairs[key]) > 50_000:
+            return
+        sim = task.progress().float()
+        sim = sim if ids is None else sim[ids]
+        self._pairs[key].append(torch.stack([progress.float().cpu(), sim.cpu()], 1))
 
     def _distilled(self, obs: torch.Tensor) -> torch.Tensor:
         t = time.perf_counter()
@@ -189,6 +204,7 @@ class RewardEnv:
         if self.mixer.needs_progress:
             self.phi = self._phi_reset(obs)
             self.mixer.reset(self.phi)
+        self._prev_obs = obs
         return obs
 
     def step(self, actions: torch.Tensor):
@@ -201,7 +217,12 @@ class RewardEnv:
         phi_obs = phi_final = None
         if self.mixer.needs_progress:
             phi_obs, phi_final = self._potentials(obs, info)
+            if self.distiller is not None and self._prev_obs is not None:
+                # phi(s) by the same (just updated) MLP as phi(s'): otherwise every MLP
+                # update would leak into the shaping term as noise
+                self.mixer.shaping.phi = self._distilled(self._prev_obs)
             self.phi = phi_obs
+        self._prev_obs = obs
         info["env_reward"] = reward
         mixed = self.mixer(reward, terminated, truncated, info, phi_obs, phi_final)
         if phi_obs is not None:
@@ -229,6 +250,7 @@ class RewardEnv:
             return phi, final
         if self._t % self.every == 0:
             phi = self._score_frames()
+            self._track("model", phi, None)
         else:
             phi = self.phi.clone()
             if ids is not None:
@@ -246,9 +268,25 @@ class RewardEnv:
                 "share": {k: round(v / total, 3) if total else 0.0
                           for k, v in self.timing.items()},
                 "frames_scored": self.frames_scored,
+                "potential_vs_sim_pearson": self.potential_quality(),
                 "env_steps": self.steps * self.env.num_envs,
                 "scoring": self.scoring if self.frames else
                 ("state" if self.mixer.needs_progress else "none")}
+
+    def potential_quality(self) -> dict[str, float | None]:
+        """Pearson correlation with the simulator's progress of the reward model's scores
+        and (distilled mode) of the MLP's predictions for the same states, before the
+        MLP was fitted on them; None where nothing was recorded."""
+        out: dict[str, float | None] = {}
+        for key, pairs in self._pairs.items():
+            if not pairs:
+                out[key] = None
+                continue
+            x = torch.cat(pairs).double()
+            x = x - x.mean(0)
+            den = (x.square().sum(0).prod()).sqrt()
+            out[key] = round(float((x[:, 0] * x[:, 1]).sum() / den), 4) if den > 0 else None
+        return out
 
     def close(self) -> None:
         self.env.close()

@@ -111,10 +111,17 @@ def test_distilled_mode_labels_a_subset(prm):
     wrapped = RewardEnv(env, RewardMixer("prm+sparse", gamma=GAMMA), prm, scoring="distilled",
                         width=32, height=32, distill=cfg)
     try:
-        wrapped.reset()
+        prev = wrapped.reset()
         for _ in range(8):
-            obs, reward, *_ = wrapped.step(torch.zeros(4, env.action_dim))
-            assert reward.shape == (4,) and torch.isfinite(reward).all()
+            obs, reward, _, _, info = wrapped.step(torch.zeros(4, env.action_dim))
+            # phi(s) and phi(s') come from the same (current) MLP
+            mlp = wrapped.distiller
+            phi_next = mlp(obs)
+            if "done_ids" in info:
+                phi_next[info["done_ids"]] = mlp(info["final_obs"][info["done_ids"]])
+            expected = info["success"].float() + GAMMA * phi_next - mlp(prev)
+            assert torch.allclose(reward, expected, atol=1e-5)
+            prev = obs
         # reset + steps 2, 4, 6, 8 labelled 2 envs each, 3 views
         assert wrapped.frames_scored == 5 * 2 * 3
         assert wrapped.distiller.size == 10
@@ -122,6 +129,8 @@ def test_distilled_mode_labels_a_subset(prm):
         phi = wrapped.distiller(obs)
         assert ((phi >= 0) & (phi <= 1)).all()
         assert "final_frames" not in wrapped.step(torch.zeros(4, env.action_dim))[4]
+        quality = wrapped.timing_summary()["potential_vs_sim_pearson"]
+        assert set(quality) == {"model", "distilled"}
     finally:
         wrapped.close()
 
