@@ -210,6 +210,8 @@ def main() -> None:
         if "steps_per_s" in peer else None,
         "seconds": round(time.perf_counter() - start, 1),
     }
+    if args.d3rlpy_python:  # the result names no path of this machine outside the repository
+        sys.argv = [a.replace(args.d3rlpy_python, "<d3rlpy env>/bin/python") for a in sys.argv]
     write_result("offline", quick, figures)
 
 
