@@ -118,7 +118,7 @@ def test_reward_group_configs_compose_and_build():
     assert isinstance(make_reward_model(OmegaConf.load(CONFIGS / "oracle.yaml")),
                       SimProgressReward)
     assert get_reward_model_class("clip").__name__ == "ClipZeroShotReward"
-    cfg = load_config("train", ["+reward=oracle", "reward.mode=prm+sparse"])
+    cfg = load_config("train", ["reward=oracle", "reward.mode=prm+sparse"])
     assert cfg.reward.model.name == "sim_progress"
     assert RewardMixer.from_config(cfg.reward, cfg.algo.gamma).mode == "prm+sparse"
     with pytest.raises(ValueError, match=r"algo\.gamma"):
