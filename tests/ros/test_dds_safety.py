@@ -120,10 +120,9 @@ def test_soft_start_watchdog_and_attitude_cut_off(ros_graph, untrained_go2_polic
     g.wait_for(lambda: len(commands.since(last_state)) >= 8, 10.0, "safe commands")
     after = np.array([m.data for m in commands.since(last_state)])
     damping = np.all(np.abs(after - start) < 1e-9, axis=1)
-    first_safe = int(np.argmax(damping))
+    other = np.flatnonzero(~damping)  # policy or soft-start targets
     modes = [m["mode"] for m in safety.messages]
-    assert damping[first_safe] and np.all(damping[first_safe:]), (damping.tolist(), modes)
-    assert first_safe <= 4, (damping.tolist(), modes, trip)
+    assert other.size == 0 or other[-1] < 4, (damping.tolist(), modes, trip)
 
     # Fresh state again, but the base is tilted 1 rad (> attitude_limit 0.8): the attitude
     # cut-off latches damping instead of a soft start.

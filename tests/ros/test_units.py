@@ -27,7 +27,7 @@ from embodied_ros.observation import (
     WalkObservation,
     floating_base_state,
 )
-from embodied_ros.policy_node import OUTPUTS, PARAMETERS, SAFE_MODES
+from embodied_ros.params import OUTPUTS, PARAMETERS, SAFE_MODES
 from embodied_ros.safety import (
     TargetLimits,
     Watchdog,

@@ -40,10 +40,7 @@ from __future__ import annotations
 
 import json
 import math
-import signal
-import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -51,7 +48,6 @@ import rclpy
 import torch
 from geometry_msgs.msg import PointStamped, Twist, TwistStamped
 from rclpy.duration import Duration
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (
     DurabilityPolicy,
@@ -77,6 +73,7 @@ from embodied_ros.messages import (
     vector3,
 )
 from embodied_ros.observation import ObservationBuilder, RobotState, make_builder
+from embodied_ros.params import PARAMETERS, ConfigError, Params
 from embodied_ros.safety import (
     LoopStats,
     TargetLimits,
@@ -85,16 +82,10 @@ from embodied_ros.safety import (
     soft_start_targets,
     tilt_from_quat,
 )
+from embodied_ros.spin import spin_until_signal
 from robots import RobotSpecError, load_robot
 from sim.actions import make_action_map
 
-OUTPUTS = ("joint_trajectory", "position_array")
-# timer: a control step every control_dt on the newest state (robots whose state comes
-# faster than the control rate); state: a step on every JointState (at most every half
-# period; state at the control rate, as the simulated robot sends), the timer then only
-# watches for stale state.
-TRIGGERS = ("timer", "state")
-SAFE_MODES = ("hold", "damp")
 # Modes in which the safe command is sent; the first three latch until re-activation.
 LATCHED = ("e_stop", "attitude", "non_finite_action")
 SAFE_STATES = (*LATCHED, "watchdog", "non_finite_observation")
@@ -105,70 +96,6 @@ COMMAND_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                          history=HistoryPolicy.KEEP_LAST)
 LATCHED_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-PARAMETERS: dict[str, Any] = {
-    "robot": "",
-    "policy_path": "",
-    "autostart": False,
-    "control_dt": 0.02,
-    "trigger": "timer",
-    "output": "joint_trajectory",
-    "trajectory_horizon": 0.02,
-    "command_gripper": False,
-    "safe_mode": "hold",
-    "watchdog_periods": 3.0,
-    "joint_limit_margin": 0.02,
-    "max_target_step": 0.25,
-    "torque_limit_scale": 1.0,
-    "soft_start_s": 2.0,
-    "resume_window_s": 0.5,
-    "attitude_limit": 0.0,
-    "obs_clip": 100.0,
-    "stats_period_s": 5.0,
-}
-
-
-class ConfigError(ValueError):
-    """Parameters that do not fit the robot spec or each other."""
-
-
-@dataclass(frozen=True)
-class Params:
-    """The node's parameters, validated."""
-
-    robot: str
-    policy_path: str
-    autostart: bool
-    control_dt: float
-    trigger: str
-    output: str
-    trajectory_horizon: float
-    command_gripper: bool
-    safe_mode: str
-    watchdog_periods: float
-    joint_limit_margin: float
-    max_target_step: float
-    torque_limit_scale: float
-    soft_start_s: float
-    resume_window_s: float
-    attitude_limit: float
-    obs_clip: float
-    stats_period_s: float
-
-    def check(self) -> None:
-        """Raise :class:`ConfigError` for values outside their allowed sets."""
-        if not self.robot:
-            raise ConfigError("parameter 'robot' is empty: set it (e.g. robot:=go2)")
-        if not self.policy_path:
-            raise ConfigError("parameter 'policy_path' is empty: pass policy:=PATH to the "
-                              "launch file (an exported policy.pt or policy.onnx)")
-        if self.trigger not in TRIGGERS:
-            raise ConfigError(f"trigger '{self.trigger}' is not one of {TRIGGERS}")
-        if self.output not in OUTPUTS:
-            raise ConfigError(f"output '{self.output}' is not one of {OUTPUTS}")
-        if self.safe_mode not in SAFE_MODES:
-            raise ConfigError(f"safe_mode '{self.safe_mode}' is not one of {SAFE_MODES}")
-
 
 class PolicyNode(LifecycleNode):
     """Lifecycle node running an exported policy with the safety layer (module docstring)."""
@@ -181,6 +108,7 @@ class PolicyNode(LifecycleNode):
         self.stats_pub = self.create_publisher(String, "~/loop_stats", 10)
         self.mode, self.reason = "unconfigured", ""
         self.active = False
+        self.lifecycle_state = "unconfigured"  # primary state, kept by the callbacks below
         self._ros_objects: list[Any] = []
         self._startup = None
         if self.get_parameter("autostart").value:
@@ -211,6 +139,7 @@ class PolicyNode(LifecycleNode):
             f"configured: {self.meta['task']} policy {self.p.policy_path} on robot "
             f"'{self.robot.name}', {1 / self.p.control_dt:.0f} Hz, output {self.p.output}")
         self._set_mode("inactive", "configured")
+        self.lifecycle_state = "inactive"
         return TransitionCallbackReturn.SUCCESS
 
     def _configure(self) -> None:
@@ -299,6 +228,7 @@ class PolicyNode(LifecycleNode):
         self._reset_control()
         self._start_soft_start(now)
         self.active = True
+        self.lifecycle_state = "active"
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -306,12 +236,14 @@ class PolicyNode(LifecycleNode):
         self.send_safe_command("deactivated")
         self.active = False
         self._set_mode("inactive", "deactivated")
+        self.lifecycle_state = "inactive"
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Drop the policy, topics and timers."""
         self._destroy_ros_objects()
         self._set_mode("unconfigured", "cleaned up")
+        self.lifecycle_state = "unconfigured"
         return TransitionCallbackReturn.SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -320,6 +252,7 @@ class PolicyNode(LifecycleNode):
         self.active = False
         self._destroy_ros_objects()
         self._set_mode("finalized", "shutdown")
+        self.lifecycle_state = "finalized"
         return TransitionCallbackReturn.SUCCESS
 
     def _destroy_ros_objects(self) -> None:
@@ -331,7 +264,7 @@ class PolicyNode(LifecycleNode):
 
     def _autostart(self) -> None:
         """autostart: configure once, then activate as soon as state is fresh."""
-        label = self._state_machine.current_state[1]
+        label = self.lifecycle_state
         if label == "unconfigured":
             if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
                 self.destroy_timer(self._startup)  # the error is logged; do not retry
@@ -567,24 +500,6 @@ class PolicyNode(LifecycleNode):
             "loop {rate_hz:.1f} Hz, jitter p50/p99 {jitter_p50_ms:.2f}/{jitter_p99_ms:.2f} ms,"
             " state age p50/p99 {state_age_p50_ms:.1f}/{state_age_p99_ms:.1f} ms".format(
                 **summary))
-
-
-def spin_until_signal(node: LifecycleNode, on_exit) -> None:
-    """Spin ``node`` until SIGINT/SIGTERM, then call ``on_exit()`` while ROS still works."""
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    try:
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.05)
-    finally:
-        on_exit()
-        executor.remove_node(node)
-        node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
 
 
 def main(args: list[str] | None = None) -> None:

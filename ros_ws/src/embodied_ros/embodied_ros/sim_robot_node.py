@@ -45,8 +45,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from embodied_ros.description import SIM_ROBOT_NODE
 from embodied_ros.observation import floating_base_state
-from embodied_ros.policy_node import spin_until_signal
 from embodied_ros.safety import percentiles
+from embodied_ros.spin import spin_until_signal
 from robots import load_robot, robot_mjspec
 from sim.task import add_floor_and_light
 
