@@ -146,6 +146,13 @@ def test_vlm_preference_labeller_runs_end_to_end(reach_data, tmp_path):
     assert labels.shape == (5,) and labels.dtype == np.float32
     assert all(np.isnan(v) or v in (0.0, 0.5, 1.0) for v in labels)
     assert labeller.counter.num_answers == 10  # both orders
+    # the VLM's progress percentages as the judge (ScoreLabeller over reward=vlm)
+    from embodied.reward.bt_train import make_labeller
+
+    scorer = make_labeller({"kind": "model", "margin": 0.05, "model": {
+        "name": "vlm", "model": str(path), "local_files_only": True}}, reach_data.cameras)
+    labels = label_pairs(scorer, reach_data.frames, a, b, reach_data.instruction)
+    assert labels.shape == (5,) and set(labels.tolist()) <= {0.0, 0.5, 1.0}
     with pytest.raises(ValueError, match="instruction"):
         VlmPreferenceLabeller(str(path), prompt="Which one?", local_files_only=True)
 
