@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import time
 import warnings
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,13 @@ def observation_layout(env: Any) -> list[dict[str, Any]]:
     return layout
 
 
+def _portable_path(path: str | Path) -> str:
+    """``path`` relative to the project root when inside it (no machine paths in artifacts)."""
+    path = Path(path).resolve()
+    root = Path(__file__).resolve().parent.parent
+    return str(path.relative_to(root)) if path.is_relative_to(root) else path.name
+
+
 def policy_metadata(cfg: DictConfig, env: Any, checkpoint: Path,
                     state: dict[str, Any]) -> dict[str, Any]:
     """Everything a deployment needs to know about a checkpoint's policy (no artifact hashes)."""
@@ -181,7 +189,7 @@ def policy_metadata(cfg: DictConfig, env: Any, checkpoint: Path,
         "task": str(env.task.name),
         "instruction": str(getattr(env.task, "instruction", "")),
         "robot": robot.name,
-        "robot_yaml_path": str(robot.yaml_path),
+        "robot_yaml_path": _portable_path(robot.yaml_path),
         "robot_yaml": Path(robot.yaml_path).read_text(),
         "joint_names": robot.joint_names,
         "ros_joint_names": robot.ros_joint_names,
@@ -237,7 +245,19 @@ def write_torchscript(module: DeployedPolicy, path: Path, metadata: dict[str, An
         # No freeze/optimize_for_inference: the same kernels as torch, so bitwise parity.
         traced = torch.jit.trace(module, (example,), check_trace=False)
         torch.jit.save(traced, str(path), _extra_files={TS_METADATA_FILE: json.dumps(metadata)})
+    _strip_debug_info(path)
     return path
+
+
+def _strip_debug_info(path: Path) -> None:
+    """Drop TorchScript's optional ``*.debug_pkl`` entries (source locations: the paths of
+    the exporting machine); the archive loads and runs the same without them."""
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            if not info.filename.endswith(".debug_pkl"):
+                dst.writestr(info, src.read(info.filename))
+    tmp.replace(path)
 
 
 def write_onnx(module: DeployedPolicy, path: Path, metadata: dict[str, Any]) -> Path:
@@ -255,6 +275,10 @@ def write_onnx(module: DeployedPolicy, path: Path, metadata: dict[str, Any]) -> 
                           output_names=["action"], dynamo=True, external_data=False,
                           dynamic_shapes=({0: torch.export.Dim("batch")},), verbose=False)
     model = onnx.load(str(path))
+    for node in model.graph.node:  # source locations: the paths of the exporting machine
+        keep = [p for p in node.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
+        del node.metadata_props[:]
+        node.metadata_props.extend(keep)
     del model.metadata_props[:]
     entry = model.metadata_props.add()
     entry.key, entry.value = ONNX_METADATA_KEY, json.dumps(metadata)
@@ -342,7 +366,7 @@ def export_run(run: str | Path, fmt: str = "both", checkpoint: str | Path | None
             if name not in artifacts and (out_dir / name).is_file() and \
                     sha256_file(out_dir / name) == art.get("sha256"):
                 artifacts[name] = art
-    shutil.copyfile(metadata["robot_yaml_path"], out_dir / "robot.yaml")
+    shutil.copyfile(env.robot.yaml_path, out_dir / "robot.yaml")
     sidecar = {**metadata, "artifacts": artifacts}
     (out_dir / "policy.json").write_text(json.dumps(sidecar, indent=2))
     return {"out_dir": str(out_dir), "checkpoint": str(ckpt), "artifacts": artifacts,
