@@ -56,11 +56,12 @@ def test_processor_loads_without_a_video_processor(tiny_vlms, family):
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_vlm_scores_rendered_frames(tiny_vlms, push_frames, family):
+def test_vlm_scores_rendered_frames(tiny_vlms, push_frames, family, caplog):
     frames, cameras, instruction = push_frames
     model = vlm(tiny_vlms[family], success_prompt="Is the task done: {instruction}? Yes or no.",
                 fallback=0.25)
-    out = model.score(frames, instruction, cameras=cameras)
+    with caplog.at_level("WARNING", logger="embodied.reward.vlm.chat"):
+        out = model.score(frames, instruction, cameras=cameras)
     assert out.progress.shape == (3,) and out.progress.dtype == torch.float32
     assert ((out.progress >= 0) & (out.progress <= 1)).all()
     assert out.success_prob is not None and out.success_prob.shape == (3,)
@@ -71,6 +72,11 @@ def test_vlm_scores_rendered_frames(tiny_vlms, push_frames, family):
     assert model.num_unparsed == sum(e is None for e in expected)
     torch.testing.assert_close(out.progress, torch.tensor(
         [0.25 if e is None else e for e in expected]))
+    warned = [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()]
+    if model.num_unparsed:  # the first unreadable answer is always reported, with the count
+        assert warned and warned[0].startswith("1 of ") and "using progress 0.25" in warned[0]
+    else:
+        assert not warned
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "smolvlm"])
