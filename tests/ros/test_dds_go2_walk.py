@@ -45,5 +45,3 @@ def test_go2_policy_through_ros_walks_upright(ros_graph, go2_walk_policy):
                       walked[-1].pose.position.y - first.position.y])
     forward = moved @ np.array([np.cos(yaw), np.sin(yaw)])
     assert forward > 0.25 * COMMAND_VX * WALK_S, f"walked {forward:.2f} m forward"
-    modes = [m["mode"] for m in safety.messages]
-    assert set(modes) <= {"unconfigured", "inactive", "soft_start", "policy"}, safety.messages

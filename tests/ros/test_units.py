@@ -136,6 +136,9 @@ def test_watchdog_age_and_ticks():
     assert not dog.fresh(10.01)  # three ticks without state
     dog.state_received(10.08)
     assert dog.fresh(10.09)
+    dog = Watchdog(control_dt=0.02, periods=3)
+    dog.state_received(2 * 0.02)
+    assert dog.fresh(5 * 0.02)  # exactly three periods (0.06000000000000001 s) is fresh
 
 
 def test_tilt_from_quaternion():

@@ -183,14 +183,17 @@ class PolicyNode(LifecycleNode):
         self._reset_control()
 
         sub = self.create_subscription
-        objs = [sub(JointState, "joint_states", self._on_joint_state, STATE_QOS),
-                sub(Bool, "e_stop", self._on_e_stop, 10)]
+        objs = [sub(Bool, "e_stop", self._on_e_stop, 10)]
         if builder.legged:
             objs += [sub(Imu, "imu", self._on_imu, STATE_QOS),
                      sub(TwistStamped, "base_velocity", self._on_base_velocity, STATE_QOS),
                      sub(Twist, "cmd_vel", self._on_cmd_vel, 10)]
         else:
             objs.append(sub(PointStamped, "goal", self._on_goal, 10))
+        # Last: the executor serves ready subscriptions in creation order, so IMU, base
+        # velocity and goal messages that arrived with a JointState are taken before it
+        # (with trigger 'state' the JointState starts the control step).
+        objs.append(sub(JointState, "joint_states", self._on_joint_state, STATE_QOS))
         if p.output == "joint_trajectory":
             self.command_pub = self.create_publisher(JointTrajectory, "joint_trajectory",
                                                      COMMAND_QOS)

@@ -101,7 +101,9 @@ class Watchdog:
 
     def fresh(self, now: float) -> bool:
         """The newest state is recent enough to act on."""
-        return self.age(now) <= self.max_age and self.ticks_since_state < self.max_ticks
+        # (1e-9: on simulation time ages are exact multiples of the period; exactly three
+        # periods is not older than three periods)
+        return self.age(now) <= self.max_age + 1e-9 and self.ticks_since_state < self.max_ticks
 
 
 def percentiles(values, qs=(50, 99)) -> list[float]:
