@@ -4,6 +4,13 @@ benchmark runs the TorchScript one), and the e-stop holds the arm where it is.""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from geometry_msgs.msg import PointStamped, PoseStamped
@@ -63,3 +70,43 @@ def test_reach_policy_through_ros_reaches_goals(ros_graph, panda_policy):
     held = np.array([m.points[0].positions for m in commands.messages[n + 2:]])
     np.testing.assert_array_equal(held, np.broadcast_to(held[0], held.shape))
     np.testing.assert_allclose(_position(ee.messages[-1]), targets[-1], atol=SUCCESS_RADIUS)
+
+
+def _children(pid: int) -> list[int]:
+    """Child process ids of ``pid`` (Linux /proc)."""
+    kids = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):
+            kids += [int(c) for c in (task / "children").read_text().split()]
+    return kids
+
+
+def test_readme_launcher_command_deploys_and_stops_its_nodes(ros_graph, panda_policy):
+    """``python -m embodied_ros.launcher sim_deploy robot:=panda policy:=...`` (README)."""
+    g = ros_graph
+    safety = g.safety()
+    ee = g.record(PoseStamped, "/ground_truth/ee_pose")
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "embodied_ros.launcher", "sim_deploy", "robot:=panda",
+         f"policy:={panda_policy}"], env=g.env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    nodes: list[int] = []
+    try:
+        nodes = g.wait_for(lambda: len(_children(launcher.pid)) == 2 and
+                           _children(launcher.pid), 30.0, "the launcher's two nodes")
+        g.wait_mode(safety, "policy")
+        goal_pub = g.node.create_publisher(PointStamped, "/goal", 10)
+        goal = PointStamped()
+        goal.point.x, goal.point.y, goal.point.z = 0.5, 0.2, 0.3
+        target = np.array([0.5, 0.2, 0.3])
+        g.wait_for(lambda: goal_pub.publish(goal) or (ee.messages and np.linalg.norm(
+            _position(ee.messages[-1]) - target) < SUCCESS_RADIUS), 30.0, "the goal reached")
+        launcher.send_signal(signal.SIGTERM)  # as a service manager stops it
+        assert launcher.wait(30) == 0
+        g.wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in nodes), 10.0,
+                   "the nodes to exit with the launcher")
+    finally:
+        for pid in [launcher.pid, *nodes]:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        launcher.wait(10)

@@ -57,12 +57,13 @@ class NodeProcesses:
             if self.log_dir is not None:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 log = self.log_dir / f"{spec.name}.log"
-            out = open(log, "w") if log else subprocess.DEVNULL  # noqa: SIM115
+            out = open(log, "w") if log else None  # noqa: SIM115  (None: this terminal)
             try:
-                proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                proc = subprocess.Popen(cmd, env=self.env, stdout=out,
+                                        stderr=subprocess.STDOUT if log else None,
                                         start_new_session=True)
             finally:
-                if log:
+                if out is not None:
                     out.close()
             self.procs.append(proc)
             self.logs.append(log)
@@ -98,6 +99,10 @@ class NodeProcesses:
         self.stop()
 
 
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m embodied_ros.launcher {deploy|sim_deploy} robot:=R policy:=P [...]``."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -106,13 +111,20 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"usage: python -m embodied_ros.launcher {{{'|'.join(builders)}}} "
                          "robot:=NAME policy:=PATH [namespace:=NS] [params_file:=FILE] "
                          "[autostart:=true|false]")
-    kwargs = dict(a.split(":=", 1) for a in argv[1:])
-    if "autostart" in kwargs:
-        kwargs["autostart"] = as_bool(kwargs["autostart"])
+    known = ("robot", "policy", "namespace", "params_file", "autostart") + \
+        (("remappings",) if argv[0] == "deploy" else ())
+    kwargs = {}
+    for arg in argv[1:]:
+        key, sep, value = arg.partition(":=")
+        if not sep or key not in known:
+            raise SystemExit(f"argument '{arg}' is not NAME:=VALUE with NAME in {list(known)}")
+        kwargs[key] = as_bool(value) if key == "autostart" else value
+    if not kwargs.get("robot") or not kwargs.get("policy"):
+        raise SystemExit("robot:=NAME and policy:=PATH are required")
     specs = builders[argv[0]](**kwargs)
     procs = NodeProcesses(specs, ros_environment(discovery_range=os.environ.get(
         "ROS_AUTOMATIC_DISCOVERY_RANGE", DEFAULT_DISCOVERY_RANGE)))
-    procs.env.pop("PYTHONUNBUFFERED", None)
+    signal.signal(signal.SIGTERM, _interrupt)  # stop the nodes on SIGTERM as on Ctrl-C
     procs.start()
     try:
         while all(p.poll() is None for p in procs.procs):
