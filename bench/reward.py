@@ -11,7 +11,9 @@
    steps as PNG + JSON. A short run with direct scoring (every env rendered and scored
    every step) measures where the time goes without distillation.
 
-Run: ``python bench/reward.py`` (full, about 20-25 minutes on 2 cores) or ``--quick``.
+Run: ``python bench/reward.py`` (full, about 35 minutes on 2 busy cores) or ``--quick``;
+``--reuse-prm`` keeps the PRMs an earlier run trained (and reports their metrics and
+training time) and redoes the rest.
 """
 
 from __future__ import annotations
@@ -42,12 +44,28 @@ METRIC_KEYS = ("voc", "voc_reversed", "success_f1", "success_auroc", "progress_p
                "counterfactual_auroc", "kinds")
 
 
-def train_prms(quick: bool, root: Path) -> dict:
+def reused_prm(run_dir: Path) -> dict:
+    """Metrics and data + training time of a PRM an earlier run of this benchmark trained."""
+    import json
+
+    from embodied.reward.prm.checkpoint import load_prm
+
+    _, info = load_prm(run_dir)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    out = {k: metrics[k] for k in METRIC_KEYS if k in metrics}
+    out["seconds"] = round(info["data_seconds"] + info["train"]["train_seconds"], 1)
+    return out | {"run_dir": str(run_dir), "reused": True}
+
+
+def train_prms(quick: bool, root: Path, reuse: bool = False) -> dict:
     """`embodied reward train` per task; held-out metrics and the run folders."""
     from embodied.reward.prm.run import run_reward_train
 
     out = {}
     for task in TASKS[:1] if quick else TASKS:
+        if reuse and (root / "prm" / task / "metrics.json").is_file():
+            out[task] = reused_prm(root / "prm" / task)
+            continue
         overrides = [f"task={task}", f"run_dir={root / 'prm' / task}"]
         if quick:
             overrides += ["data.episodes=16", "data.batch_envs=8", "data.stride=10",
@@ -136,12 +154,15 @@ def plot(arms: dict, path: Path) -> None:
 
 
 def main() -> None:
+    reuse = "--reuse-prm" in sys.argv  # keep the PRMs (and their metrics) of an earlier run
+    if reuse:
+        sys.argv.remove("--reuse-prm")
     args = parse_args(__doc__.splitlines()[0])
     quick = args.quick
     torch.set_num_threads(2)
     root = Path("runs/bench/reward" + ("_quick" if quick else ""))
     start = time.perf_counter()
-    prm = train_prms(quick, root)
+    prm = train_prms(quick, root, reuse)
     prm_dir = Path(prm[RL_TASK]["run_dir"])
     speed = throughput(prm_dir, quick)
     budget = 2 * 16 * 32 if quick else 400_000
@@ -150,6 +171,8 @@ def main() -> None:
     # Direct scoring (no distillation): every env rendered and scored every step.
     direct = train_arm("prm_direct", ["reward=prm", "reward.loop.scoring=direct"],
                        2 * 16 * 32 if quick else 4 * 16 * 32, prm_dir, root, quick=True)
+    if reuse:
+        sys.argv.append("--reuse-prm")  # the command line recorded in the result
     suffix = ".quick" if quick else ""
     png = RESULTS / f"reward_rl{suffix}.png"
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from embodied.reward.prm.train import TrainConfig, train_prm
 SMALL = DataConfig(task="panda_reach", episodes=48, batch_envs=16, stride=6, width=48,
                    height=48, val_fraction=0.25, seed=1)
 MODEL = PRMConfig(image_size=48, text="learned", dim=64)
-TRAIN = TrainConfig(epochs=3, batch_size=48, learning_rate=2e-3)
+TRAIN = TrainConfig(epochs=5, batch_size=48, learning_rate=2e-3)
 
 
 @pytest.fixture(scope="module")
