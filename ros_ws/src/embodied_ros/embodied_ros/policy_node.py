@@ -47,6 +47,7 @@ import numpy as np
 import rclpy
 import torch
 from geometry_msgs.msg import PointStamped, Twist, TwistStamped
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.duration import Duration
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import (
@@ -62,7 +63,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 
 from embodied.export import ExportError, check_against_robot, load_policy
-from embodied_ros.description import POLICY_NODE
+from embodied_ros.description import POLICY_NODE, as_bool
 from embodied_ros.messages import (
     JointIndex,
     StateError,
@@ -97,13 +98,24 @@ COMMAND_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
 LATCHED_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
+def _cast(default: Any, value: Any) -> Any:
+    """A parameter value as the type of its default ('false' and 0 are false)."""
+    if isinstance(default, bool):
+        return as_bool(value) if isinstance(value, str) else bool(value)
+    try:
+        return type(default)(value)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"parameter value {value!r} is not a {type(default).__name__}") \
+            from err
+
+
 class PolicyNode(LifecycleNode):
     """Lifecycle node running an exported policy with the safety layer (module docstring)."""
 
     def __init__(self, **kwargs: Any):
         super().__init__(POLICY_NODE, **kwargs)
-        for name, default in PARAMETERS.items():
-            self.declare_parameter(name, default)
+        for name, default in PARAMETERS.items():  # typed in _params (2 for 2.0 is fine)
+            self.declare_parameter(name, default, ParameterDescriptor(dynamic_typing=True))
         self.safety_pub = self.create_publisher(String, "~/safety_state", LATCHED_QOS)
         self.stats_pub = self.create_publisher(String, "~/loop_stats", 10)
         self.mode, self.reason = "unconfigured", ""
@@ -123,7 +135,7 @@ class PolicyNode(LifecycleNode):
     # ------------------------------------------------------------ lifecycle
     def _params(self) -> Params:
         values = {n: self.get_parameter(n).value for n in PARAMETERS}
-        params = Params(**{k: type(PARAMETERS[k])(v) for k, v in values.items()})
+        params = Params(**{k: _cast(PARAMETERS[k], v) for k, v in values.items()})
         params.check()
         return params
 

@@ -64,6 +64,8 @@ class SimRobotNode(Node):
         rtf = float(self.declare_parameter("real_time_factor", 1.0).value)
         if command not in COMMANDS:
             raise ValueError(f"command '{command}' is not one of {COMMANDS}")
+        if not robot_name:
+            raise ValueError("parameter 'robot' is empty: set it (e.g. -p robot:=panda)")
         robot = self.robot = load_robot(robot_name)
         self.model, self.data = self._build(robot)
         m = self.model
