@@ -117,6 +117,14 @@ def ros_loop(r: dict) -> str:
               f"{ros['load_avg_1min'][0]:.1f}/{ros['load_avg_1min'][1]:.1f}. "
               f"({r['machine']['cores']} cores, {r['machine']['cpu']}, "
               f"{r['date'][:10]}; `{r['command']}`; DDS isolation: {ros['isolation']})"]
+    walk = r.get("go2_walk")
+    if walk:
+        lines += ["", f"Go2 walking policy under a {walk['command_vx_mps']} m/s forward command "
+                  f"for {walk['seconds']:.0f} s: {walk['ros']['forward_distance_m']:.2f} m "
+                  f"through ROS ({'fell' if walk['ros']['fell'] else 'upright throughout'}) "
+                  f"against {walk['sim']['forward_distance_m']:.2f} m in simulation (mean of "
+                  f"{walk['sim']['episodes']} envs, fall rate {walk['sim']['fall_rate']:.0%}): "
+                  f"ratio {walk['forward_distance_ratio']:.2f}."]
     return "\n".join(lines)
 
 
