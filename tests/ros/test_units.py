@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -195,6 +196,8 @@ def test_description_gives_one_set_of_node_arguments():
     assert args[:3] == ["--ros-args", "-r", "__node:=embodied_policy"]
     assert "__ns:=/robot1" in args and str(config_file("go2")) in args
     assert "policy_path:=/policies/go2/policy.pt" in args and "autostart:=true" in args
+    (relative,) = deploy_nodes("go2", "runs/x/export/policy.pt")
+    assert Path(relative.overrides["policy_path"]).is_absolute()  # the node's cwd may differ
     assert sim.overrides["robot"] == "go2" and not sim.lifecycle and policy.lifecycle
     (real,) = deploy_nodes("go2", "p.pt", remappings="joint_states:=/lowstate/joints")
     assert real.remappings == (("joint_states", "/lowstate/joints"),)

@@ -95,9 +95,10 @@ def policy_node(robot: str, policy: str, namespace: str = "", params_file: str =
                 ) -> NodeSpec:
     """The lifecycle policy node for ``robot`` running the exported ``policy``."""
     files = (params_file or str(config_file(robot)),)
+    policy = str(Path(policy).expanduser().resolve()) if policy else ""  # any working dir
     return NodeSpec(executable="policy_node", module=f"{PACKAGE}.policy_node",
                     name=POLICY_NODE, namespace=namespace, param_files=files,
-                    overrides={"robot": robot, "policy_path": str(policy),
+                    overrides={"robot": robot, "policy_path": policy,
                                "autostart": bool(autostart)},
                     remappings=tuple(remappings), lifecycle=True)
 
