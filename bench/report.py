@@ -95,6 +95,11 @@ def reward(r: dict) -> str:
         shares.append(f"{label}: " + ", ".join(f"{k} {v:.0%}" for k, v in s.items()) +
                       f" ({a['reward_timing']['frames_scored']:,} frames for "
                       f"{a['reward_timing']['env_steps']:,} env steps)")
+    quality = rl["arms"]["prm_shaped"]["reward_timing"].get("potential_vs_sim_pearson")
+    if quality and quality.get("model") is not None:
+        shares.append(f"on the states PPO visited, Pearson correlation with the simulator's "
+                      f"progress: PRM {quality['model']:.2f}, distilled MLP (before fitting "
+                      f"them) {quality['distilled']:.2f}")
     lines += ["", "Time of the PRM-shaped env step by part: " + "; ".join(shares) + ".",
               "", f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
               f"`{r['command']}`; curves: `{rl['plot']}`)"]
