@@ -45,6 +45,9 @@ class FakeBatchedEnv:
         self.episode.zero_()
         return self._obs()
 
+    def observe(self, noise: bool = True) -> torch.Tensor:
+        return self._obs()
+
     def step(self, actions: torch.Tensor):
         assert actions.shape == (self.num_envs, self.action_dim)
         self.step_count += 1
