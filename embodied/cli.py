@@ -2,142 +2,76 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
+from typing import Any
+
+from omegaconf import DictConfig
 
 from embodied.config import ConfigError, load_config
 
 
-def _demo(cfg) -> int:
-    from embodied.demo import run_demo
-
-    run_demo(cfg)
-    return 0
-
-
-def _train(cfg) -> int:
-    from embodied.rl import CheckpointError
-    from embodied.train import run_train
-
-    try:
-        run_train(cfg)
-    except (CheckpointError, FileNotFoundError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    return 0
+def _resolve(name: str | type) -> Any:
+    """``"module:attr"`` imported on use (commands import their heavy modules lazily)."""
+    if not isinstance(name, str):
+        return name
+    module, attr = name.split(":")
+    return getattr(importlib.import_module(module), attr)
 
 
-def _export(cfg) -> int:
-    from embodied.export import ExportError, run_export
-    from embodied.rl import CheckpointError
+def _command(target: str, *errors: str | type[BaseException]) -> Callable[[DictConfig], int]:
+    """A command that runs ``target`` (``"module:function"``) on the composed config.
 
-    try:
-        run_export(cfg)
-    except (CheckpointError, ExportError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    The listed errors (they name the file or value and the fix) are printed as
+    ``error: ...`` with exit code 2, without a traceback; Ctrl-C exits with 130
+    (training commands write a checkpoint first).
+    """
 
-
-def _eval(cfg) -> int:
-    from embodied.evaluate_cli import run_evaluation
-    from embodied.export import ExportError
-    from embodied.rl import CheckpointError
-
-    try:
-        run_evaluation(cfg)
-    except (CheckpointError, ExportError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-    return 0
-
-
-def _dataset_command(run: Callable) -> Callable:
-    """A dataset command: a DatasetError is printed (it names the file), exit code 2."""
-
-    def command(cfg) -> int:
-        from embodied.datasets import DatasetError
-
+    def run(cfg: DictConfig) -> int:
+        caught = tuple(_resolve(e) for e in errors)
         try:
-            run(cfg)
-        except DatasetError as err:
+            _resolve(target)(cfg)
+        except caught as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             return 130
         return 0
 
-    return command
+    return run
 
 
-def _collect(cfg) -> int:
-    from embodied.datasets.collect import collect
-
-    return _dataset_command(collect)(cfg)
-
-
-def _label(cfg) -> int:
-    from embodied.datasets.label import run_label
-
-    return _dataset_command(run_label)(cfg)
-
-
-def _offline(cfg) -> int:
-    from embodied.offline.train import run_offline
-    from embodied.rl import CheckpointError
-
-    def run(cfg) -> None:
-        try:
-            run_offline(cfg)
-        except CheckpointError as err:
-            from embodied.datasets import DatasetError
-
-            raise DatasetError(str(err)) from err
-
-    return _dataset_command(run)(cfg)
-
-
-def _reward_command(name: str, module: str = "embodied.reward.prm.run") -> Callable:
-    """`embodied reward train|eval|bt`: file and value errors are printed, exit code 2."""
-
-    def command(cfg) -> int:
-        import importlib
-
-        try:
-            getattr(importlib.import_module(module), name)(cfg)
-        except (FileNotFoundError, ValueError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            return 130
-        return 0
-
-    return command
-
+CHECKPOINT_ERROR = "embodied.rl:CheckpointError"
+EXPORT_ERROR = "embodied.export:ExportError"
+DATASET_ERROR = "embodied.datasets:DatasetError"
 
 COMMANDS: dict[str, tuple[Callable, str]] = {
-    "demo": (_demo, "record scripted-expert rollouts of a task to an MP4 (all camera views)"),
-    "train": (_train, "train a policy with PPO (resumable run folder: metrics, checkpoints, "
-                      "eval video)"),
-    "export": (_export, "export a run's policy to TorchScript/ONNX with its robot metadata"),
-    "eval": (_eval, "evaluate a run's checkpoint or an exported policy (success, return, video)"),
-    "reward train": (_reward_command("run_reward_train"),
+    "demo": (_command("embodied.demo:run_demo"),
+             "record scripted-expert rollouts of a task to an MP4 (all camera views)"),
+    "train": (_command("embodied.train:run_train", CHECKPOINT_ERROR, FileNotFoundError),
+              "train a policy with PPO (resumable run folder: metrics, checkpoints, eval video)"),
+    "export": (_command("embodied.export:run_export", CHECKPOINT_ERROR, EXPORT_ERROR),
+               "export a run's policy to TorchScript/ONNX with its robot metadata"),
+    "eval": (_command("embodied.evaluate_cli:run_evaluation", CHECKPOINT_ERROR, EXPORT_ERROR),
+             "evaluate a run's checkpoint or an exported policy (success, return, video)"),
+    "reward train": (_command("embodied.reward.prm.run:run_reward_train", FileNotFoundError,
+                              ValueError),
                      "train the learned multi-view PRM on simulated episodes of a task"),
-    "reward eval": (_reward_command("run_reward_eval"),
+    "reward eval": (_command("embodied.reward.prm.run:run_reward_eval", FileNotFoundError,
+                             ValueError),
                     "reward-model metrics on held-out episodes (VOC, success F1/AUROC, ...)"),
-    "reward bt": (_reward_command("run_bt", "embodied.reward.bt_train"),
+    "reward bt": (_command("embodied.reward.bt_train:run_bt", FileNotFoundError, ValueError),
                   "train a Bradley-Terry reward model from preference labels (simulator "
                   "progress or a VLM judge)"),
-    "collect": (_collect, "record rollouts (expert, random or a trained policy) as a LeRobot "
-                          "dataset with every camera view"),
-    "label": (_label, "score a dataset's frames with a reward model into a new dataset "
-                      "(resumable)"),
-    "offline": (_offline, "train IQL or BC on a dataset, evaluated in simulation (run folder "
-                          "as for train)"),
+    "collect": (_command("embodied.datasets.collect:collect", DATASET_ERROR),
+                "record rollouts (expert, random or a trained policy) as a LeRobot dataset "
+                "with every camera view"),
+    "label": (_command("embodied.datasets.label:run_label", DATASET_ERROR),
+              "score a dataset's frames with a reward model into a new dataset (resumable)"),
+    "offline": (_command("embodied.offline.train:run_offline", DATASET_ERROR, CHECKPOINT_ERROR),
+                "train IQL or BC on a dataset, evaluated in simulation (run folder as for "
+                "train)"),
 }
 
 
