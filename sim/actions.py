@@ -111,7 +111,8 @@ class JointDeltaAction(JointPositionAction):
     def __call__(self, actions: torch.Tensor) -> torch.Tensor:
         """Advance every env's target by its action [B, action_dim]; targets [B, ctrl_dim]."""
         a = actions.to(self.default.dtype).clamp(-1.0, 1.0)
-        self.target = self._clamp(self.target + self.step * a[:, : self.num_joints])
+        # in place: the target stays a normal tensor under torch.inference_mode
+        self.target.copy_(self._clamp(self.target + self.step * a[:, : self.num_joints]))
         return self._with_gripper(self.target, a)
 
     def reset(self, env_ids: torch.Tensor, joint_pos: torch.Tensor) -> torch.Tensor:

@@ -384,12 +384,14 @@ class Go2Walk(Task):
     def post_physics(self) -> None:
         """Joint acceleration, feet air time, tracking averages, falls, commands, pushes."""
         dt, qd = self.dt, self.joint_vel
-        self.joint_acc = (qd - self.last_joint_vel) / dt
+        # In place throughout: per-env buffers stay normal tensors when a policy is rolled
+        # out under torch.inference_mode (resets write into them outside it).
+        self.joint_acc.copy_((qd - self.last_joint_vel) / dt)
         self.last_joint_vel.copy_(qd)
 
-        self.phase = advance_phase(self.phase, dt)
+        self.phase.copy_(advance_phase(self.phase, dt))
         g = self.gravity_b
-        self.fallen = ((self.sim.sensordata[:, self.trunk_touch] > CONTACT_FORCE)
+        self.fallen.copy_((self.sim.sensordata[:, self.trunk_touch] > CONTACT_FORCE)
                        | (self.base_pos[:, 2] < FALL_HEIGHT) | (tilt_angle(g) > FALL_TILT))
 
         lin_err = (self.lin_vel_b[:, :2] - self.commands[:, :2]).norm(dim=1)

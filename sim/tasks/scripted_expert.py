@@ -76,7 +76,7 @@ class ScriptedExpert(ABC):
             redraw = torch.rand(n, generator=self.gen, dtype=torch.float64) < 0.03 * self.noise
             std = torch.tensor([1.0, 1.0, 0.5], dtype=torch.float64) * 0.06 * self.noise
             fresh = std * torch.randn(n, 3, generator=self.gen, dtype=torch.float64)
-            self.offset = torch.where(redraw[:, None], fresh, self.offset)
+            self.offset.copy_(torch.where(redraw[:, None], fresh, self.offset))
         a = self.act()
         self.timer += 1
         if self.noise > 0:

@@ -70,3 +70,18 @@ def test_expert_pushes_through_joint_delta_actions():
         assert success.float().mean() >= 0.75, success
     finally:
         env.close()
+
+
+def test_joint_delta_env_steps_under_inference_mode_then_resets_outside_it():
+    env = make_env("panda_push", num_envs=2, seed=0, action="joint_delta")
+    try:
+        expert = make_expert(env, noise=0.3, seed=0)
+        env.reset(seed=0)
+        with torch.inference_mode():
+            for _ in range(3):
+                env.step(expert())
+        env.reset(seed=1)
+        expert.reset_envs(torch.arange(2))
+        env.step(expert())
+    finally:
+        env.close()

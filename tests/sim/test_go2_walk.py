@@ -136,3 +136,14 @@ def test_set_command_holds_until_reset(env):
     # The command is observed (velocity_command, no noise).
     obs = env.observe()
     torch.testing.assert_close(obs[: N // 2, 9:12], t.commands[: N // 2].float())
+
+
+def test_rollouts_under_inference_mode_then_resets_outside_it(env):
+    """Evaluations step under torch.inference_mode; training resets outside it afterwards."""
+    env.reset(seed=4)
+    with torch.inference_mode():
+        for _ in range(3):
+            env.step(torch.zeros(N, 12))
+    obs = env.reset(seed=5)  # writes per-env buffers in place outside inference mode
+    obs, *_ = env.step(torch.zeros(N, 12))
+    assert torch.isfinite(obs).all()
