@@ -359,7 +359,7 @@ def panda_reach(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
                     "mean of a measurement before and after ours' training; 8 envs: before); "
                     "collection adds policy inference, observation normalisation and GAE",
         },
-        "plot": str(plot),
+        "plot": str(plot.relative_to(RESULTS.parent.parent)),
     }
 
 
