@@ -57,10 +57,12 @@ def ppo(r: dict) -> str:
             extra = (f", under a {tr['command'][0]} m/s forward command: "
                      f"{tr['forward_distance_m']:.2f} m in {tr['seconds']:.0f} s, tracking error "
                      f"{tr['lin_vel_error_mps']:.2f} m/s, fall rate {tr['fall_rate']:.0%}")
-        lines.append(f"- {task}: {t['best_success']:.0%} success after {t['env_steps']:,} env "
+        rerun = f"; rerun on {t['date'][:10]} with `--only {task}`" if "date" in t else ""
+        lines.append(f"- {task} (the shipped settings, {t['stopped_by']}{rerun}): "
+                     f"{t['best_success']:.0%} best success after {t['env_steps']:,} env "
                      f"steps ({t['train_wall_s']:.0f} s){extra}.")
-    lines += ["", f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
-              f"`{r['command']}`; curves: `bench/results/ppo_panda_reach.png`)"]
+    lines += ["", f"({r['machine']['cores']} cores, {r['machine']['cpu']}; "
+              f"`python bench/ppo.py`; curves: `bench/results/ppo_panda_reach.png`)"]
     return "\n".join(lines)
 
 
