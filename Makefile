@@ -1,7 +1,7 @@
 # The two commands of the README. Both (re)create .venv as needed.
 .PHONY: train demo test bench-quick
 
-# The main job: PPO on panda_reach on the CPU (C MuJoCo), ~3 min on 2 cores.
+# The main job: PPO on panda_reach on the CPU (C MuJoCo), ~2 min on 2 cores.
 train:
 	@scripts/bootstrap.sh
 	@.venv/bin/embodied train task=panda_reach
