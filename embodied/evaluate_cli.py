@@ -30,8 +30,8 @@ from embodied.export import (
     resolve_run,
     sha256_file,
 )
-from embodied.locomotion_eval import format_tracking, is_legged, tracking_summary
-from embodied.rl.evaluate import evaluate_and_film
+from embodied.locomotion_eval import is_legged, tracking_summary
+from embodied.rl.evaluate import evaluate_and_film, print_video_and_walking
 
 EVAL_SEED_OFFSET = 10_000  # the end-of-training evaluation uses seed + 10000 too
 
@@ -170,11 +170,6 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
           f"{num_envs} envs, seed {seed})")
     print(f"  mean return         {record['episode_return']:.2f}")
     print(f"  mean length         {record['episode_length']:.1f} steps")
-    if record["video"]:
-        print(f"  video               {record['video']}")
-    elif record["render_error"]:
-        print(f"  video               not written: {record['render_error']}")
-    if "velocity_tracking" in record:
-        print(f"  walking             {format_tracking(record['velocity_tracking'])}")
+    print_video_and_walking(record)
     print(f"  results             {path}")
     return record

@@ -20,11 +20,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from embodied.config import ConfigError, save_config
 from embodied.demo import env_kwargs
-from embodied.locomotion_eval import format_tracking, is_legged, tracking_summary
+from embodied.locomotion_eval import is_legged, tracking_summary
 from embodied.plots import plot_learning_curve
 from embodied.reward.rl_wrapper import RewardEnv, wrap_reward
 from embodied.rl import OnPolicyRunner, PPOConfig
-from embodied.rl.evaluate import evaluate_and_film
+from embodied.rl.evaluate import evaluate_and_film, print_video_and_walking
 from embodied.rl.logger import MetricsLogger, read_metrics
 from embodied.rl.runner import find_checkpoint
 from sim import make_env
@@ -125,12 +125,7 @@ def print_summary(header: str, last: dict | None, n_episodes: int,
     if evaluation is not None:
         print(f"  eval success        {evaluation['success_rate']:.0%} of "
               f"{evaluation['episodes']} episodes (deterministic policy)")
-        if evaluation["video"]:
-            print(f"  eval video          {evaluation['video']}")
-        elif evaluation["render_error"]:
-            print(f"  eval video          not written: {evaluation['render_error']}")
-        if "velocity_tracking" in evaluation:
-            print(f"  walking             {format_tracking(evaluation['velocity_tracking'])}")
+        print_video_and_walking(evaluation, "eval video")
 
 
 def run_train(cfg: DictConfig) -> dict[str, Any]:

@@ -119,3 +119,16 @@ def evaluate_and_film(policy: Callable[[torch.Tensor], torch.Tensor], env: Any,
         result["render_error"] = result["render_error"] or f"close: {err}"
     result["cameras"] = cameras
     return result
+
+
+def print_video_and_walking(result: dict[str, Any], video_label: str = "video") -> None:
+    """The summary lines every evaluation prints after its success rate: the video (or why
+    it is missing) and, for legged tasks, the velocity-tracking result."""
+    from embodied.locomotion_eval import format_tracking
+
+    if result["video"]:
+        print(f"  {video_label:<20}{result['video']}")
+    elif result["render_error"]:
+        print(f"  {video_label:<20}not written: {result['render_error']}")
+    if "velocity_tracking" in result:
+        print(f"  {'walking':<20}{format_tracking(result['velocity_tracking'])}")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import pytest
 import torch
 
@@ -9,6 +12,16 @@ from robots import load_robot
 from sim import make_env
 from sim.actions import JointDeltaAction, JointPositionAction, make_action_map
 from sim.experts import make_expert
+
+
+@contextlib.contextmanager
+def delta_push_env(num_envs: int) -> Iterator:
+    """A panda_push env with joint-delta actions, closed afterwards."""
+    env = make_env("panda_push", num_envs=num_envs, seed=0, action="joint_delta")
+    try:
+        yield env
+    finally:
+        env.close()
 
 
 def test_joint_delta_integrates_actions_within_velocity_and_position_limits():
@@ -43,8 +56,7 @@ def test_unknown_action_type_and_bad_speed_are_refused():
 
 
 def test_env_resets_delta_targets_to_the_reset_pose():
-    env = make_env("panda_push", num_envs=4, seed=0, action="joint_delta")
-    try:
+    with delta_push_env(4) as env:
         env.reset(seed=1)
         torch.testing.assert_close(env.state.ctrl[:, :7], env.task.joint_pos)
         for _ in range(5):
@@ -53,13 +65,10 @@ def test_env_resets_delta_targets_to_the_reset_pose():
         assert (moved - env.task.joint_pos).abs().max() > 0.01
         env.reset(seed=2)
         torch.testing.assert_close(env.action_map.target, env.task.joint_pos)
-    finally:
-        env.close()
 
 
 def test_expert_pushes_through_joint_delta_actions():
-    env = make_env("panda_push", num_envs=8, seed=0, action="joint_delta")
-    try:
+    with delta_push_env(8) as env:
         expert = make_expert(env, noise=0.0, seed=0)
         env.reset(seed=0)
         success = torch.zeros(8, dtype=torch.bool)
@@ -68,13 +77,10 @@ def test_expert_pushes_through_joint_delta_actions():
             if "final_success" in info:
                 success |= (terminated | truncated) & info["final_success"]
         assert success.float().mean() >= 0.75, success
-    finally:
-        env.close()
 
 
 def test_joint_delta_env_steps_under_inference_mode_then_resets_outside_it():
-    env = make_env("panda_push", num_envs=2, seed=0, action="joint_delta")
-    try:
+    with delta_push_env(2) as env:
         expert = make_expert(env, noise=0.3, seed=0)
         env.reset(seed=0)
         with torch.inference_mode():
@@ -83,5 +89,3 @@ def test_joint_delta_env_steps_under_inference_mode_then_resets_outside_it():
         env.reset(seed=1)
         expert.reset_envs(torch.arange(2))
         env.step(expert())
-    finally:
-        env.close()
