@@ -1,0 +1,1 @@
+"""Physics engines behind :class:`sim.env.TaskEnv` (see :mod:`sim.physics`)."""

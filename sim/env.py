@@ -1,0 +1,276 @@
+"""The backend-neutral batched env: a task on a physics engine.
+
+:class:`TaskEnv` implements :class:`sim.protocol.BatchedEnv` once for every
+engine: actions (with their mapping and latency), observations with noise,
+weighted rewards, success/progress, auto-reset with final observations,
+divergence handling and the randomisation draws. The engine behind it is a
+:class:`sim.physics.Physics` (C MuJoCo by default, see :mod:`sim.backends`).
+One env step = ``decimation`` physics steps with the actuator targets held, as
+on the real robot's PD loop. The observation is float32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import mujoco
+import torch
+
+from robots import load_robot, robot_mjspec
+from sim.actions import make_action_map
+from sim.physics import Physics
+from sim.randomization import DomainRandomization
+from sim.task import Task
+
+# Builds a backend's physics: (compiled model, num_envs, decimation, cfg) -> Physics.
+PhysicsFactory = Callable[[mujoco.MjModel, int, int, "EnvConfig"], Physics]
+
+
+@dataclass
+class EnvConfig:
+    """Settings shared by every backend."""
+
+    num_envs: int = 16
+    seed: int = 0
+    nthread: int | None = None  # physics threads; None: all cores
+    obs_noise: bool = True
+    randomization: DomainRandomization = field(default_factory=DomainRandomization)
+    episode_length_s: float | None = None  # None: the task's own
+    divergence_qvel: float = 1e3  # |qvel| above this counts as a diverged simulation
+    divergence_jump: float = 1.0  # |change of any qpos| in one control step, likewise
+    # Coarser meshes for capsules/cylinders in camera frames: ~4x faster software
+    # rendering, indistinguishable at 96 px. None: MuJoCo's default tessellation.
+    render_tessellation: tuple[int, int] | None = (12, 6)
+    # torch intra-op threads of the process (None: leave torch's setting). The env's
+    # tensors are small, and torch's thread pool otherwise competes with MuJoCo's
+    # physics threads for the cores: 1 thread made 256 Go2 envs on 2 cores 1.35x faster.
+    torch_threads: int | None = 1
+    # Action space (sim/actions.py): "joint_position" | "joint_delta"; None: the task's own.
+    action: str | None = None
+    action_speed: float = 0.5  # joint_delta: share of the joint velocity limits per action
+
+
+def compile_task_model(task: Task) -> mujoco.MjModel:
+    """The task's scene compiled: robot (with actuators and cameras) + task objects."""
+    spec = robot_mjspec(task.robot)
+    task.build_scene(spec)
+    return spec.compile()
+
+
+class TaskEnv:
+    """A batch of one task's envs on a physics engine; implements
+    :class:`sim.protocol.BatchedEnv`. ``physics`` builds the engine (default: C MuJoCo)."""
+
+    def __init__(self, task: Task | type[Task], cfg: EnvConfig | None = None,
+                 physics: PhysicsFactory | None = None, **overrides):
+        cfg = cfg or EnvConfig()
+        for key, value in overrides.items():
+            if not hasattr(cfg, key):
+                raise TypeError(f"unknown env setting '{key}'; EnvConfig has: "
+                                f"{sorted(vars(EnvConfig()))}")
+            setattr(cfg, key, value)
+        self.cfg = cfg
+        if cfg.torch_threads is not None and torch.get_num_threads() != cfg.torch_threads:
+            torch.set_num_threads(cfg.torch_threads)
+        if isinstance(task, type):
+            task = task(load_robot(task.robot_name))
+        self.task = task
+        self.robot = task.robot
+        self.model = compile_task_model(task)
+        self.decimation = self.robot.decimation
+        if physics is None:
+            from sim.backends.mujoco_c import mujoco_physics as physics
+        self.physics = physics(self.model, cfg.num_envs, self.decimation, cfg)
+        self.backend = self.physics.name
+        self.state = self.physics.state
+        self.num_envs = cfg.num_envs
+        self.device = self.state.device
+        self.instruction = task.instruction
+        self.camera_names = tuple(task.cameras or self.robot.camera_names)
+        self.action_map = make_action_map(cfg.action or task.action_type, self.robot,
+                                          cfg.num_envs, cfg.action_speed)
+        task.action_map = self.action_map  # the experts' IK speaks the env's action space
+        self.action_dim = self.robot.action_dim
+        self.control_dt = self.state.control_dt
+        self.max_episode_steps = round(
+            (cfg.episode_length_s or task.episode_length_s) / self.state.control_dt
+        )
+        self._ctrl_ids = slice(0, self.action_map.ctrl_dim)  # the robot's actuators come first
+        self._gen = torch.Generator().manual_seed(cfg.seed)
+        rnd = cfg.randomization
+        if rnd.enabled and not self.physics.supports_parameter_randomization:
+            print(f"[sim] {self.backend}: friction, mass and PD-gain randomisation is not "
+                  "supported by this engine; only the action latency is randomised")
+        task.setup(self.state)
+        self._obs_terms = task.observation_terms()
+        self._reward_terms = task.reward_terms()
+        dev = self.device
+        self.episode_step = torch.zeros(self.num_envs, dtype=torch.long, device=dev)
+        self.episode_return = torch.zeros(self.num_envs, dtype=torch.float64, device=dev)
+        self.diverged_total = 0
+        self.diverged_envs = torch.zeros(self.num_envs, dtype=torch.long, device=dev)
+        lat_hi = rnd.action_latency_steps[1] if rnd.enabled else 0
+        # Ring buffer of the last actions sent; an env with latency d gets the one from d steps ago.
+        self._head, self._env_ids = 0, torch.arange(self.num_envs, device=dev)
+        self._history = torch.zeros(lat_hi + 1, self.num_envs, self.action_dim,
+                                    dtype=torch.float64, device=dev)
+        self._latency = torch.zeros(self.num_envs, dtype=torch.long, device=dev)
+        self._renderers: dict[tuple, Any] = {}
+        self._final_frames: dict[str, Any] | None = None  # see request_final_frames
+        self.obs_dim = self._observe(noise=False).shape[1]
+        self.reset()
+
+    # ------------------------------------------------------------ set-up
+    def _randomize(self, ids: torch.Tensor) -> None:
+        rnd, n = self.cfg.randomization, len(ids)
+        self._latency[ids] = rnd.sample_latency(n, self._gen).to(self.device)
+        if not rnd.enabled:
+            return
+        friction = rnd.sample(rnd.friction_scale, n, self._gen)
+        mass = rnd.sample(rnd.mass_scale, n, self._gen)
+        gain = rnd.sample(rnd.pd_gain_scale, n, self._gen)
+        if self.physics.supports_parameter_randomization:
+            self.physics.scale_parameters(ids, friction, mass, gain, self._ctrl_ids)
+
+    # ------------------------------------------------------------- core
+    def _observe(self, noise: bool, ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Observation [B, obs_dim] (rows ``ids`` only, if given) with training noise."""
+        parts = []
+        for term in self._obs_terms:
+            value = term.fn().reshape(self.num_envs, -1)
+            if ids is not None:
+                value = value[ids]
+            if noise and term.noise > 0 and self.cfg.obs_noise:
+                u = torch.rand(value.shape, generator=self._gen, dtype=value.dtype)
+                value = value + term.noise * (2 * u.to(value.device) - 1)
+            parts.append(value)
+        return torch.cat(parts, dim=1).to(torch.float32)
+
+    def _reset_envs(self, ids: torch.Tensor) -> None:
+        self.physics.reset(ids)
+        self._randomize(ids)
+        self.task.reset(ids, self._gen)
+        self.state.ctrl[ids, self._ctrl_ids] = self.action_map.reset(
+            ids, self.task.joint_pos[ids])
+        self._history[:, ids] = self.task.last_action[ids]
+        self.physics.forward(ids)
+        self.task.clear_cache()
+        self.task.after_reset(ids)
+        self.episode_step[ids] = 0
+        self.episode_return[ids] = 0.0
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Reset every env (reseeding first if ``seed`` is given); returns obs [B, obs_dim]."""
+        if seed is not None:
+            self._gen.manual_seed(seed)
+        self._reset_envs(torch.arange(self.num_envs, device=self.device))
+        return self._observe(noise=True)
+
+    def observe(self, noise: bool = True) -> torch.Tensor:
+        """The current observation [B, obs_dim], e.g. after a task command was changed."""
+        return self._observe(noise=noise)
+
+    def _diverged(self, qpos_before: torch.Tensor) -> torch.Tensor:
+        s = self.state
+        bad = ~torch.isfinite(s.qpos).all(1) | ~torch.isfinite(s.qvel).all(1)
+        bad |= s.qvel.abs().amax(1) > self.cfg.divergence_qvel
+        # MuJoCo itself resets a simulation whose accelerations blew up, silently and
+        # without rewinding time: the state then jumps back to the model's qpos0.
+        bad |= (s.qpos - qpos_before).abs().amax(1) > self.cfg.divergence_jump
+        return bad
+
+    def step(self, actions: torch.Tensor):
+        """Advance every env one control step; finished envs are reset (see BatchedEnv)."""
+        actions = torch.as_tensor(actions, dtype=torch.float64, device=self.device).reshape(
+            self.num_envs, self.action_dim).clamp(-1.0, 1.0)
+        actions = torch.nan_to_num(actions, nan=0.0)
+        self._history[self._head] = actions
+        applied = self._history[(self._head - self._latency) % len(self._history), self._env_ids]
+        self._head = (self._head + 1) % len(self._history)
+        self.task.apply_action(actions)  # what the policy sent (observed as 'last action')
+        self.state.ctrl[:, self._ctrl_ids] = self.action_map(applied)
+        qpos_before = self.state.qpos.clone()
+        self.physics.step(self.decimation)
+        self.task.clear_cache()
+        self.episode_step += 1
+        diverged = self._diverged(qpos_before)
+        self.task.post_physics()
+
+        obs = self._observe(noise=True)
+        terms = {t.name: t.weight * t.fn() for t in self._reward_terms}
+        reward = torch.stack(list(terms.values())).sum(0)
+        success = self.task.success()
+        progress = self.task.progress()
+        terminated = self.task.terminated() & ~diverged
+        truncated = (self.episode_step >= self.max_episode_steps) | diverged
+        if diverged.any():
+            obs = torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
+            reward = torch.where(diverged, 0.0, reward)
+            self.diverged_total += int(diverged.sum())
+            self.diverged_envs += diverged.long()
+        reward = reward.to(torch.float32)
+        self.episode_return += reward
+        done = terminated | truncated
+        info: dict[str, Any] = {
+            "success": success,
+            "progress": progress.to(torch.float32),
+            "reward_terms": {k: v.mean().item() for k, v in terms.items()},
+            "diverged": diverged,
+            "time_outs": truncated,
+        }
+        if done.any():
+            ids = done.nonzero().flatten()
+            info["final_obs"] = obs.clone()
+            info["final_success"] = success.clone()
+            info["episode_return"] = self.episode_return[ids].clone()
+            info["episode_length"] = self.episode_step[ids].clone()
+            info["done_ids"] = ids
+            if self._final_frames is not None:  # the terminal states, before they are reset
+                info["final_frames"] = self.render(env_ids=ids, **self._final_frames)
+            self._reset_envs(ids)
+            obs[ids] = self._observe(noise=True, ids=ids)
+        return obs, reward, terminated, truncated, info
+
+    # --------------------------------------------------------- rendering
+    def request_final_frames(self, cameras: list[str] | None = None, width: int | None = None,
+                             height: int | None = None, enabled: bool = True) -> None:
+        """Render the terminal states of finished envs before the auto-reset.
+
+        When enabled, ``step`` adds ``info["final_frames"]``: uint8 [len(done_ids), V, H,
+        W, 3], the frames of ``info["done_ids"]`` (in that order) as ``render(cameras,
+        width=width, height=height)`` would have shown them before the reset. Frame-based
+        reward models need them to score the last transition of an episode. Off by
+        default (rendering is the expensive part of a step).
+        """
+        self._final_frames = ({"cameras": list(cameras) if cameras else None, "width": width,
+                               "height": height} if enabled else None)
+
+    def render(self, cameras: list[str] | None = None, env_ids: torch.Tensor | None = None,
+               width: int | None = None, height: int | None = None) -> torch.Tensor:
+        """Camera frames uint8 [B, V, H, W, 3] of ``env_ids`` (default all) from ``cameras``."""
+        from sim.render import MultiViewRenderer
+
+        cameras = tuple(cameras or self.camera_names)
+        known = [self.model.camera(i).name for i in range(self.model.ncam)]
+        unknown = [c for c in cameras if c not in known]
+        if unknown:
+            raise KeyError(f"no camera {', '.join(map(repr, unknown))} in task "
+                           f"'{self.task.name}'; its cameras: {known}")
+        resolution = self.model.cam_resolution[known.index(cameras[0])]
+        width, height = width or int(resolution[0]), height or int(resolution[1])
+        key = (cameras, width, height)
+        if key not in self._renderers:
+            self._renderers[key] = MultiViewRenderer(
+                self.model, cameras, width, height, tessellation=self.cfg.render_tessellation)
+        ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in env_ids]
+        datas = self.physics.mjdata(ids)
+        return torch.from_numpy(self._renderers[key].render(datas))
+
+    def close(self) -> None:
+        """Release renderers (GL contexts) and the engine."""
+        for renderer in self._renderers.values():
+            renderer.close()
+        self._renderers.clear()
+        self.physics.close()
