@@ -15,6 +15,7 @@ import torch
 
 from embodied.reward.base import RewardModel, RewardOutput, register_reward_model
 from embodied.reward.prm.checkpoint import load_prm
+from embodied.reward.prm.inference import make_scorer
 
 
 def resolve_device(device: str) -> torch.device:
@@ -36,6 +37,7 @@ class LearnedPRM(RewardModel):
                              "reward.checkpoint=<its run folder or prm.pt>")
         self.device = resolve_device(device)
         self.net, self.info = load_prm(checkpoint, self.device)
+        self.predict = make_scorer(self.net)  # embodied/reward/prm/inference.py
         self.model_cameras = tuple(self.net.cfg.cameras)
         self.camera_names = None  # matched by name in _select_views (missing views allowed)
         size = self.net.cfg.image_size
@@ -64,7 +66,8 @@ class LearnedPRM(RewardModel):
                              f"{cameras}; render with cameras={list(want)}")
         if len(have) == len(want):
             self._present = None
-            return frames[:, [cameras.index(c) for c in want]]
+            order = [cameras.index(c) for c in want]
+            return frames if order == list(range(v)) else frames[:, order]
         out = frames.new_zeros((frames.shape[0], len(want), *frames.shape[2:]))
         present = torch.zeros(frames.shape[0], len(want), dtype=torch.bool)
         for slot, name in enumerate(want):
@@ -82,8 +85,8 @@ class LearnedPRM(RewardModel):
         prog, succ = [], []
         for i in range(0, frames.shape[0], self.batch_size):
             sl = slice(i, i + self.batch_size)
-            p, s = self.net.predict(frames[sl], instructions[sl],
-                                    None if present is None else present[sl])
+            p, s = self.predict(frames[sl], instructions[sl],
+                                None if present is None else present[sl])
             prog.append(p)
             succ.append(s)
         return RewardOutput(progress=torch.cat(prog).float(), success_prob=torch.cat(succ).float())
