@@ -11,7 +11,6 @@ import warnings
 import mujoco
 import numpy as np
 import torch
-from mujoco import batch as mjbatch
 
 
 def _view(array: np.ndarray) -> torch.Tensor:
@@ -24,7 +23,7 @@ def _view(array: np.ndarray) -> torch.Tensor:
 class MujocoState:
     """:class:`sim.protocol.SimState` over a persistent ``mujoco.batch.Batch``."""
 
-    def __init__(self, model: mujoco.MjModel, batch: mjbatch.Batch, decimation: int):
+    def __init__(self, model: mujoco.MjModel, batch: mujoco.batch.Batch, decimation: int):
         self.model, self.batch = model, batch
         self.num_envs = batch.nsim
         self.device = torch.device("cpu")
@@ -79,6 +78,10 @@ class MujocoPhysics:
                  nthread: int | None = None):
         self.model = model
         nthread = nthread or os.cpu_count() or 1
+        # Imported here: mujoco.batch is MuJoCo 4's; the Isaac Lab environment (mujoco 3)
+        # imports this package without using this backend.
+        from mujoco import batch as mjbatch
+
         self.batch = mjbatch.Batch(model, num_envs, min(nthread, num_envs), persistent=True)
         self.state = MujocoState(model, self.batch, decimation)
         self._scaled: dict[str, torch.Tensor] | None = None  # per-env parameter views
