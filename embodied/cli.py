@@ -45,11 +45,13 @@ def _command(target: str, *errors: str | type[BaseException]) -> Callable[[DictC
 CHECKPOINT_ERROR = "embodied.rl:CheckpointError"
 EXPORT_ERROR = "embodied.export:ExportError"
 DATASET_ERROR = "embodied.datasets:DatasetError"
+BACKEND_ERROR = "sim:BackendUnavailable"
 
 COMMANDS: dict[str, tuple[Callable, str]] = {
     "demo": (_command("embodied.demo:run_demo"),
              "record scripted-expert rollouts of a task to an MP4 (all camera views)"),
-    "train": (_command("embodied.train:run_train", CHECKPOINT_ERROR, FileNotFoundError),
+    "train": (_command("embodied.train:run_train", CHECKPOINT_ERROR, FileNotFoundError,
+                       BACKEND_ERROR),
               "train a policy with PPO (resumable run folder: metrics, checkpoints, eval video)"),
     "export": (_command("embodied.export:run_export", CHECKPOINT_ERROR, EXPORT_ERROR),
                "export a run's policy to TorchScript/ONNX with its robot metadata"),

@@ -68,9 +68,13 @@ def max_iterations(cfg: DictConfig) -> int:
 
 
 def make_train_env(cfg: DictConfig, num_envs: int, seed: int):
-    """The task's batched env with the task config's noise/randomisation settings."""
+    """The task's batched env on the ``sim`` backend with the task config's settings."""
     extra = {} if cfg.physics_threads is None else {"nthread": int(cfg.physics_threads)}
-    return make_env(cfg.task.name, num_envs=num_envs, seed=seed, **env_kwargs(cfg.task), **extra)
+    sim = cfg.get("sim") or {"name": "mujoco"}
+    if sim.get("device") is not None:
+        extra["device"] = str(sim.device)
+    return make_env(cfg.task.name, num_envs=num_envs, seed=seed, backend=str(sim.name),
+                    **env_kwargs(cfg.task), **extra)
 
 
 SB3_ALGOS = ("sb3_ppo", "sb3_sac")

@@ -21,7 +21,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
 
-extras=${EMBODIED_EXTRAS:-dev,vlm,ros}
+extras=${EMBODIED_EXTRAS:-dev,vlm,ros,gpu}
 # The ROS 2 bridge (ament_python package, ros_ws/src/embodied_ros) goes into the venv too
 # when the ros extra (the rclpy wheels) is installed.
 ros_pkg=ros_ws/src/embodied_ros

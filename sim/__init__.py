@@ -11,25 +11,43 @@ from sim.gl import select_gl_backend
 with contextlib.suppress(RuntimeError):
     select_gl_backend()
 
-from sim.mujoco_env import EnvConfig, MujocoBatchEnv
+from sim.backends import BACKENDS, BackendUnavailable
+from sim.env import EnvConfig, TaskEnv
+from sim.mujoco_env import MujocoBatchEnv
 from sim.protocol import BatchedEnv, SimState
 from sim.randomization import DomainRandomization
 from sim.tasks import get_task_class, task_names
 
 
-def make_env(task: str, num_envs: int = 16, backend: str = "mujoco", **cfg) -> MujocoBatchEnv:
-    """Build a batched env of a registered task on a backend (``mujoco``: C MuJoCo, CPU)."""
-    if backend != "mujoco":
-        raise ValueError(f"unknown simulation backend '{backend}'; available: ['mujoco']")
-    return MujocoBatchEnv(get_task_class(task), EnvConfig(num_envs=num_envs), **cfg)
+def make_env(task: str, num_envs: int = 16, backend: str = "mujoco", **cfg) -> BatchedEnv:
+    """A batched env of a registered task on a backend (see ``sim.backends.BACKENDS``):
+    ``mujoco`` (C MuJoCo, CPU; the default), ``mujoco_warp`` or ``isaaclab``. ``cfg``:
+    :class:`EnvConfig` settings. A backend that is not installed raises
+    :class:`BackendUnavailable` naming the install command."""
+    if backend == "mujoco":
+        return MujocoBatchEnv(get_task_class(task), EnvConfig(num_envs=num_envs), **cfg)
+    if backend == "mujoco_warp":
+        from sim.backends.mujoco_warp import mujoco_warp_physics
+
+        return TaskEnv(get_task_class(task), EnvConfig(num_envs=num_envs),
+                       physics=mujoco_warp_physics, **cfg)
+    if backend == "isaaclab":
+        from sim.backends.isaaclab import make_isaaclab_env
+
+        return make_isaaclab_env(task, num_envs, **cfg)
+    raise ValueError(f"unknown simulation backend '{backend}'; choose sim= one of "
+                     f"{list(BACKENDS)}")
 
 
 __all__ = [
+    "BACKENDS",
+    "BackendUnavailable",
     "BatchedEnv",
     "DomainRandomization",
     "EnvConfig",
     "MujocoBatchEnv",
     "SimState",
+    "TaskEnv",
     "make_env",
     "task_names",
 ]

@@ -50,6 +50,8 @@ class EnvConfig:
     # Action space (sim/actions.py): "joint_position" | "joint_delta"; None: the task's own.
     action: str | None = None
     action_speed: float = 0.5  # joint_delta: share of the joint velocity limits per action
+    # GPU-parallel engines: "cuda:0", "cpu" (Warp's CPU device); None: a GPU if there is one.
+    device: str | None = None
 
 
 def compile_task_model(task: Task) -> mujoco.MjModel:

@@ -1,0 +1,222 @@
+"""MuJoCo Warp: the same MJCF GPU-parallel (one "world" per env), or on Warp's CPU device.
+
+Warp computes in float32 and its arrays are shared with torch without a copy
+(``wp.to_torch``). Task code is written in float64 (the C engine's precision), so the
+state it sees is a float64 mirror on the engine's device: fields the tasks write (qpos,
+qvel, ctrl, mocap) are pushed into the engine before a step or forward pass, and every
+field is pulled back after it: one device-side cast per field and control step.
+
+Stepping follows ``mujoco.batch``'s persistent ``mjSTAGE_VEL`` convention exactly (so the
+two engines can be compared step by step): after every physics step the position- and
+velocity-dependent quantities and sensors are recomputed at the new state (``step1``),
+and the next step continues from them (``step2``). Acceleration-stage sensors (touch)
+keep the values of the step that produced the state, as in C MuJoCo.
+
+Rendering goes through the CPU renderer on copies of the requested envs
+(:meth:`MujocoWarpPhysics.mjdata`); Warp's ray-traced renderer is not used.
+"""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import torch
+
+from sim.backends import BackendUnavailable
+
+INSTALL_HINT = ("MuJoCo Warp is not installed: install the project's 'gpu' extra, "
+                "`pip install -e '.[gpu]'` (or `EMBODIED_EXTRAS=dev,vlm,ros,gpu "
+                "scripts/bootstrap.sh`)")
+
+WRITABLE = ("qpos", "qvel", "ctrl", "mocap_pos", "mocap_quat")
+_RANDOMIZED = ("geom_friction", "body_mass", "actuator_gainprm", "actuator_biasprm")
+
+
+def _import_warp():
+    try:
+        import mujoco_warp as mjw
+        import warp as wp
+    except ImportError as e:
+        raise BackendUnavailable(f"{INSTALL_HINT} ({e})") from e
+    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING  # no line per compiled or loaded kernel module
+    wp.init()  # once per process; later calls return at once
+    return wp, mjw
+
+
+def default_device() -> str:
+    """``cuda:0`` when torch sees a GPU, else Warp's ``cpu`` device."""
+    return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
+class WarpState:
+    """:class:`sim.protocol.SimState` over ``mujoco_warp`` Model/Data arrays (float32)."""
+
+    def __init__(self, model: mujoco.MjModel, wm, wd, decimation: int, device: str):
+        wp, mjw = _import_warp()
+        self._wp, self._mjw, self._wm, self._wd = wp, mjw, wm, wd
+        self.model = model
+        self.num_envs = wd.nworld
+        self.device = torch.device(device)
+        self.physics_dt = float(model.opt.timestep)
+        self.control_dt = self.physics_dt * decimation
+        t = wp.to_torch
+        nsite = model.nsite
+        # engine arrays (float32, zero-copy views), by SimState field name
+        self.engine = {"qpos": t(wd.qpos), "qvel": t(wd.qvel), "ctrl": t(wd.ctrl),
+                       "mocap_pos": t(wd.mocap_pos), "mocap_quat": t(wd.mocap_quat),
+                       "xpos": t(wd.xpos), "xquat": t(wd.xquat), "site_xpos": t(wd.site_xpos),
+                       "site_xmat": t(wd.site_xmat).view(self.num_envs, nsite, 9),
+                       "sensordata": t(wd.sensordata), "time": t(wd.time)}
+        for name, array in self.engine.items():
+            setattr(self, name, array.to(torch.float64))
+        self._jacp = wp.zeros((self.num_envs, 3, model.nv), dtype=float, device=device)
+        self._jac_body = wp.zeros(self.num_envs, dtype=int, device=device)
+
+    def _id(self, kind: mujoco.mjtObj, name: str) -> int:
+        i = mujoco.mj_name2id(self.model, kind, name)
+        if i < 0:
+            raise KeyError(f"no {kind.name[6:].lower()} named '{name}' in the model")
+        return i
+
+    def body_id(self, name: str) -> int:
+        return self._id(mujoco.mjtObj.mjOBJ_BODY, name)
+
+    def site_id(self, name: str) -> int:
+        return self._id(mujoco.mjtObj.mjOBJ_SITE, name)
+
+    def sensor_slice(self, name: str) -> slice:
+        i = self._id(mujoco.mjtObj.mjOBJ_SENSOR, name)
+        adr = int(self.model.sensor_adr[i])
+        return slice(adr, adr + int(self.model.sensor_dim[i]))
+
+    def joint_qpos_slice(self, name: str) -> slice:
+        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
+        adr = int(self.model.jnt_qposadr[j])
+        return slice(adr, adr + {0: 7, 1: 4}.get(int(self.model.jnt_type[j]), 1))
+
+    def joint_dof_slice(self, name: str) -> slice:
+        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
+        adr = int(self.model.jnt_dofadr[j])
+        return slice(adr, adr + {0: 6, 1: 3}.get(int(self.model.jnt_type[j]), 1))
+
+    def push(self) -> None:
+        """Copy the fields tasks write (qpos, qvel, ctrl, mocap) into the engine."""
+        for name in WRITABLE:
+            self.engine[name].copy_(getattr(self, name))
+
+    def pull(self) -> None:
+        """Copy every field from the engine into the float64 mirror."""
+        for name, array in self.engine.items():
+            getattr(self, name).copy_(array)
+
+    def site_jacobian(self, site: int) -> torch.Tensor:
+        """Translational Jacobian [B, 3, nv] of a site's origin (``mujoco_warp.jac``)."""
+        wp = self._wp
+        self._jac_body.fill_(int(self.model.site_bodyid[site]))
+        point = wp.from_torch(self.engine["site_xpos"][:, site].contiguous(), dtype=wp.vec3)
+        self._mjw.jac(self._wm, self._wd, self._jacp, None, point, self._jac_body)
+        return wp.to_torch(self._jacp).to(torch.float64)
+
+
+class MujocoWarpPhysics:
+    """:class:`sim.physics.Physics` on ``mujoco_warp`` (``nworld`` = number of envs)."""
+
+    name = "mujoco_warp"
+    supports_parameter_randomization = True
+
+    def __init__(self, model: mujoco.MjModel, num_envs: int, decimation: int,
+                 device: str | None = None, randomize: bool = True,
+                 nconmax: int = 48, njmax: int = 192):
+        wp, mjw = _import_warp()
+        self._wp, self._mjw = wp, mjw
+        self.model = model
+        self.device = device or default_device()
+        print(f"[sim] MuJoCo Warp: {num_envs} worlds on '{self.device}' (the first use of a "
+              "model compiles its kernels, about a minute; cached afterwards)", flush=True)
+        batch = {name: num_envs for name in _RANDOMIZED} if randomize else None
+        with wp.ScopedDevice(self.device):
+            self.wm = mjw.put_model(model, batch_sizes=batch)
+            self.wd = mjw.put_data(model, mujoco.MjData(model), nworld=num_envs,
+                                   nconmax=nconmax, njmax=njmax)
+        self.state = WarpState(model, self.wm, self.wd, decimation, self.device)
+        acc = model.sensor_needstage == int(mujoco.mjtStage.mjSTAGE_ACC)
+        cols = [np.arange(a, a + d)
+                for a, d in zip(model.sensor_adr[acc], model.sensor_dim[acc], strict=True)]
+        self._acc_sensors = torch.as_tensor(np.concatenate(cols) if cols else [],
+                                            dtype=torch.long, device=self.device)
+        self._mask = torch.zeros(num_envs, dtype=torch.bool, device=self.device)
+        self._params = ({name: wp.to_torch(getattr(self.wm, name)) for name in _RANDOMIZED}
+                        if randomize else None)
+        self._datas: dict[int, mujoco.MjData] = {}
+
+    def reset(self, ids: torch.Tensor) -> None:
+        self._mask.zero_()
+        self._mask[ids] = True
+        self._mjw.reset_data(self.wm, self.wd, reset=self._wp.from_torch(self._mask))
+        self.state.pull()
+
+    def forward(self, ids: torch.Tensor) -> None:
+        # Every world: Warp launches cover all worlds; a forward pass at an unchanged state
+        # leaves the others' trajectories as they were.
+        self.state.push()
+        self._mjw.forward(self.wm, self.wd)
+        self.state.pull()
+
+    def step(self, nstep: int) -> None:
+        mjw, s = self._mjw, self.state
+        s.push()
+        sensors = s.engine["sensordata"]
+        acc_ids = self._acc_sensors
+        for _ in range(nstep):
+            sensors[:, acc_ids] = 0.0  # step2 adds acc-stage sensors (touch) onto zeros
+            mjw.step2(self.wm, self.wd)
+            acc = sensors[:, acc_ids].clone()
+            mjw.step1(self.wm, self.wd)  # zeroes every sensor; acc-stage ones are restored
+            sensors[:, acc_ids] = acc
+        s.pull()
+
+    def scale_parameters(self, ids: torch.Tensor, friction: torch.Tensor, mass: torch.Tensor,
+                         actuator_gain: torch.Tensor, actuated: slice) -> None:
+        if self._params is None:
+            raise RuntimeError("this MuJoCo Warp model was built without per-env parameters "
+                               "(randomize=False)")
+        m, p, dev = self.model, self._params, self.device
+
+        def base(name: str, index=...) -> torch.Tensor:
+            return torch.as_tensor(getattr(m, name)[index], dtype=torch.float32, device=dev)
+
+        ids = ids.to(dev)
+        f32 = {"dtype": torch.float32, "device": dev}
+        p["geom_friction"][ids] = base("geom_friction") * friction.to(**f32)[:, None, None]
+        p["body_mass"][ids] = base("body_mass") * mass.to(**f32)[:, None]
+        gain = actuator_gain.to(**f32)[:, None]
+        p["actuator_gainprm"][ids, actuated, 0] = base("actuator_gainprm", (actuated, 0)) * gain
+        for k in (1, 2):  # position actuator: bias = -kp * q - kd * qdot
+            p["actuator_biasprm"][ids, actuated, k] = base("actuator_biasprm",
+                                                           (actuated, k)) * gain
+        self._mjw.set_const(self.wm, self.wd)
+
+    def mjdata(self, ids: list[int]) -> list[mujoco.MjData]:
+        """C MuJoCo copies of envs ``ids`` (positions recomputed on the CPU for rendering)."""
+        s, out = self.state, []
+        qpos, mocap_pos = s.qpos[ids].double().cpu().numpy(), s.mocap_pos[ids].double().cpu()
+        mocap_quat = s.mocap_quat[ids].double().cpu().numpy()
+        for row, i in enumerate(ids):
+            d = self._datas.setdefault(i, mujoco.MjData(self.model))
+            d.qpos[:], d.mocap_pos[:], d.mocap_quat[:] = qpos[row], mocap_pos[row], mocap_quat[row]
+            mujoco.mj_kinematics(self.model, d)
+            mujoco.mj_camlight(self.model, d)
+            out.append(d)
+        return out
+
+    def close(self) -> None:
+        self._datas.clear()
+
+
+def mujoco_warp_physics(model: mujoco.MjModel, num_envs: int, decimation: int,
+                        cfg) -> MujocoWarpPhysics:
+    """The :data:`sim.env.PhysicsFactory` of MuJoCo Warp (``cfg.device``; default: a GPU
+    if torch sees one, else Warp's CPU device)."""
+    return MujocoWarpPhysics(model, num_envs, decimation, device=cfg.device,
+                             randomize=cfg.randomization.enabled)

@@ -1,0 +1,103 @@
+"""MuJoCo Warp against C MuJoCo: same task code, same seeded actions, same trajectories.
+
+Runs on Warp's CPU device (no GPU here). Warp computes in float32, C MuJoCo in float64;
+the tolerances below are what that difference allows over the compared horizon.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("mujoco_warp", reason="the 'gpu' extra (mujoco-warp) is not installed")
+
+from sim import BackendUnavailable, make_env
+
+NUM_ENVS = 4
+
+
+def rollout(backend: str, task: str, steps: int, seed: int = 3,
+            action_scale: float = 1.0) -> dict[str, torch.Tensor]:
+    """Seeded random actions; per step the joint state, observation, reward and progress."""
+    env = make_env(task, num_envs=NUM_ENVS, backend=backend, seed=seed, device="cpu"
+                   ) if backend != "mujoco" else make_env(task, num_envs=NUM_ENVS, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    out: dict[str, list] = {"qpos": [], "obs": [], "reward": [], "progress": [], "sensors": []}
+    try:
+        for _ in range(steps):
+            actions = action_scale * (2 * torch.rand(NUM_ENVS, env.action_dim, generator=gen) - 1)
+            obs, reward, _, _, info = env.step(actions)
+            out["qpos"].append(env.state.qpos.clone())
+            out["obs"].append(obs)
+            out["reward"].append(reward)
+            out["progress"].append(info["progress"])
+            out["sensors"].append(env.state.sensordata.clone())
+    finally:
+        env.close()
+    return {k: torch.stack(v).double() for k, v in out.items()}
+
+
+def max_diff(a: dict, b: dict, key: str) -> float:
+    return float((a[key] - b[key]).abs().max())
+
+
+@pytest.mark.parametrize("task, steps, tol_qpos", [
+    ("panda_reach", 40, 1e-4),  # no contacts: float32 rounding only (seen: 2e-6)
+    ("panda_push", 25, 1e-3),  # cube-table contacts (seen: 1e-5)
+])
+def test_arm_tasks_match_c_mujoco(task, steps, tol_qpos):
+    c, w = rollout("mujoco", task, steps), rollout("mujoco_warp", task, steps)
+    assert max_diff(c, w, "qpos") < tol_qpos
+    assert max_diff(c, w, "obs") < 10 * tol_qpos
+    assert max_diff(c, w, "reward") < 10 * tol_qpos
+    assert max_diff(c, w, "progress") < 10 * tol_qpos
+
+
+def test_legged_task_matches_c_mujoco_with_contacts_and_touch_sensors():
+    # Small actions: the robot lands and stands on its four feet. (Under full random
+    # actions the two engines' float32/float64 contact solutions drift apart by ~7 cm
+    # in 25 steps: a legged robot kicking at random is chaotic.)
+    c = rollout("mujoco", "go2_walk", 25, action_scale=0.1)
+    w = rollout("mujoco_warp", "go2_walk", 25, action_scale=0.1)
+    assert c["sensors"].abs().max() > 1.0  # the feet touch the floor: touch sensors read force
+    assert max_diff(c, w, "qpos") < 1e-2  # seen: 4e-3
+    # The feet carry the same load: summed touch force over the last 10 steps (single
+    # contact impulses differ more, seen up to 23 N, as the solvers split them differently).
+    load_c, load_w = (r["sensors"][-10:].sum(-1).mean(0) for r in (c, w))
+    assert load_c.min() > 50.0  # standing: about the robot's weight (~150 N)
+    torch.testing.assert_close(load_w, load_c, rtol=0.1, atol=0.0)
+
+
+def test_site_jacobian_matches_c_mujoco():
+    c = make_env("panda_reach", num_envs=2, seed=1)
+    w = make_env("panda_reach", num_envs=2, seed=1, backend="mujoco_warp", device="cpu")
+    try:
+        for env in (c, w):
+            env.step(torch.full((2, env.action_dim), 0.5))
+        jc, jw = c.state.site_jacobian(c.task.ee), w.state.site_jacobian(w.task.ee)
+        assert jw.shape == jc.shape and jw.dtype == torch.float64
+        torch.testing.assert_close(jw, jc, atol=1e-4, rtol=0)
+    finally:
+        c.close()
+        w.close()
+
+
+def test_renders_through_the_cpu_renderer():
+    env = make_env("panda_reach", num_envs=2, seed=0, backend="mujoco_warp", device="cpu")
+    try:
+        frames = env.render(width=32, height=32)
+        assert frames.shape == (2, len(env.camera_names), 32, 32, 3)
+        assert frames.dtype == torch.uint8 and frames.float().std() > 1.0
+    finally:
+        env.close()
+
+
+def test_unknown_backend_names_the_choices():
+    with pytest.raises(ValueError, match="mujoco_warp"):
+        make_env("panda_reach", num_envs=1, backend="physx")
+
+
+def test_missing_engine_names_the_install_command(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "mujoco_warp", None)  # as if not installed
+    with pytest.raises(BackendUnavailable, match=r"\.\[gpu\]"):
+        make_env("panda_reach", num_envs=1, backend="mujoco_warp", device="cpu")
