@@ -71,8 +71,9 @@ def make_train_env(cfg: DictConfig, num_envs: int, seed: int):
     """The task's batched env on the ``sim`` backend with the task config's settings."""
     extra = {} if cfg.physics_threads is None else {"nthread": int(cfg.physics_threads)}
     sim = cfg.get("sim") or {"name": "mujoco"}
-    if sim.get("device") is not None:
-        extra["device"] = str(sim.device)
+    for key in ("device", "renderer"):
+        if sim.get(key) is not None:
+            extra[key] = str(sim[key])
     return make_env(cfg.task.name, num_envs=num_envs, seed=seed, backend=str(sim.name),
                     **env_kwargs(cfg.task), **extra)
 

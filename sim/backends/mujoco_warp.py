@@ -12,8 +12,9 @@ velocity-dependent quantities and sensors are recomputed at the new state (``ste
 and the next step continues from them (``step2``). Acceleration-stage sensors (touch)
 keep the values of the step that produced the state, as in C MuJoCo.
 
-Rendering goes through the CPU renderer on copies of the requested envs
-(:meth:`MujocoWarpPhysics.mjdata`); Warp's ray-traced renderer is not used.
+Camera frames come from MuJoCo Warp's ray tracer (:meth:`MujocoWarpPhysics.render`, all
+worlds at once on the engine's device) or from the OpenGL renderer on CPU copies of the
+requested envs (:meth:`MujocoWarpPhysics.mjdata`); ``EnvConfig.renderer`` chooses.
 """
 
 from __future__ import annotations
@@ -149,6 +150,7 @@ class MujocoWarpPhysics:
         self._params = ({name: wp.to_torch(getattr(self.wm, name)) for name in _RANDOMIZED}
                         if randomize else None)
         self._datas: dict[int, mujoco.MjData] = {}
+        self._contexts: dict[tuple[int, int], tuple] = {}  # (width, height) -> ray tracer
 
     def reset(self, ids: torch.Tensor) -> None:
         self._mask.zero_()
@@ -210,8 +212,31 @@ class MujocoWarpPhysics:
             out.append(d)
         return out
 
+    def render(self, cameras: list[int], ids: list[int], width: int,
+               height: int) -> torch.Tensor:
+        """Frames uint8 [len(ids), V, H, W, 3] from the ray tracer (every world is traced)."""
+        wp, mjw = self._wp, self._mjw
+        key = (width, height)
+        if key not in self._contexts:
+            with wp.ScopedDevice(self.device):
+                context = mjw.create_render_context(
+                    self.model, nworld=self.state.num_envs, cam_res=(width, height),
+                    render_rgb=True, render_depth=False, use_shadows=False)
+                rgb = wp.zeros((self.state.num_envs, height, width), dtype=wp.vec3)
+            self._contexts[key] = (context, rgb)
+        context, rgb = self._contexts[key]
+        mjw.refit_bvh(self.wm, self.wd, context)
+        mjw.render(self.wm, self.wd, context)
+        rows = torch.as_tensor(ids, device=self.device)
+        views = []
+        for camera in cameras:
+            mjw.get_rgb(context, camera, rgb)
+            views.append(wp.to_torch(rgb)[rows])
+        return (torch.stack(views, 1).clamp(0.0, 1.0) * 255.0).round().to(torch.uint8)
+
     def close(self) -> None:
         self._datas.clear()
+        self._contexts.clear()
 
 
 def mujoco_warp_physics(model: mujoco.MjModel, num_envs: int, decimation: int,
