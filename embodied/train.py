@@ -202,7 +202,10 @@ def run_train(cfg: DictConfig) -> dict[str, Any]:
         "learning_curve": str(curve) if curve else None,
         "eval": evaluation,
     }
-    print_summary(f"{cfg.task.name}: PPO, {cfg.num_envs} envs, {runner.iteration} iterations, "
+    backend = summary["sim"] = str(cfg.sim.name) if "sim" in cfg else "mujoco"
+    where = "" if backend == "mujoco" else f" on {backend}"
+    print_summary(f"{cfg.task.name}: PPO{where}, {cfg.num_envs} envs, {runner.iteration} "
+                  "iterations, "
                   f"{runner.global_step:,} env steps in {train_s:.0f} s"
                   + (f" (run total {runner.wall_time:.0f} s)" if ckpt else ""),
                   last, len(runner.episodes), evaluation, run_dir)
