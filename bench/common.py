@@ -15,18 +15,24 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def parser(description: str, sections: list[str] | None = None) -> argparse.ArgumentParser:
+    """The standard benchmark arguments (see :func:`parse_args`), for a benchmark that adds
+    its own before parsing."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--quick", action="store_true", help="smoke run (< 1 minute)")
+    if sections:
+        p.add_argument("--only", action="append", choices=sections, default=None,
+                       help="run only this section and merge it into the existing JSON")
+    return p
+
+
 def parse_args(description: str, sections: list[str] | None = None) -> argparse.Namespace:
     """Standard benchmark arguments: ``--quick`` for a smoke run under a minute.
 
     With ``sections``, ``--only NAME`` (repeatable) reruns just those sections; the
     benchmark then merges them into its existing result file (:func:`merge_sections`).
     """
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--quick", action="store_true", help="smoke run (< 1 minute)")
-    if sections:
-        parser.add_argument("--only", action="append", choices=sections, default=None,
-                            help="run only this section and merge it into the existing JSON")
-    return parser.parse_args()
+    return parser(description, sections).parse_args()
 
 
 def merge_sections(name: str, quick: bool, figures: dict, sections: list[str]) -> dict:

@@ -8,8 +8,10 @@ from embodied.cli import main
 
 
 def test_reward_train_eval_and_rl_with_prm(tmp_path, capsys):
+    """The issue's command, `embodied train task=panda_push reward=prm`, with a PRM that
+    `embodied reward train` wrote (small scale)."""
     run = tmp_path / "prm_run"
-    assert main(["reward", "train", "task=panda_reach", "data.episodes=16", "data.batch_envs=8",
+    assert main(["reward", "train", "task=panda_push", "data.episodes=16", "data.batch_envs=8",
                  "data.stride=10", "data.width=32", "data.height=32", "model.image_size=32",
                  "model.text=learned", "model.dim=32", "train.epochs=1", "train.batch_size=16",
                  f"run_dir={run}"]) == 0
@@ -23,7 +25,7 @@ def test_reward_train_eval_and_rl_with_prm(tmp_path, capsys):
     assert (run / "eval_metrics.json").is_file()
 
     train_dir = tmp_path / "ppo"
-    assert main(["train", "task=panda_reach", "reward=prm", f"reward.checkpoint={run}",
+    assert main(["train", "task=panda_push", "reward=prm", f"reward.checkpoint={run}",
                  "reward.loop.distill.label_envs=2", "num_envs=4", "max_iterations=1",
                  "algo.num_steps=8", "eval.num_envs=0", "progress=false",
                  f"run_dir={train_dir}"]) == 0
