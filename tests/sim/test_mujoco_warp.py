@@ -112,3 +112,22 @@ def test_missing_engine_names_the_install_command(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "mujoco_warp", None)  # as if not installed
     with pytest.raises(BackendUnavailable, match=r"\.\[gpu\]"):
         make_env("panda_reach", num_envs=1, backend="mujoco_warp", device="cpu")
+
+
+def test_train_command_selects_the_backend(tmp_path, capsys):
+    from embodied.cli import main
+
+    run_dir = tmp_path / "run"
+    assert main(["train", "sim=mujoco_warp", "sim.device=cpu", "task=panda_reach",
+                 "num_envs=4", "max_iterations=1", "eval.num_envs=2", "eval.video_envs=0",
+                 "progress=false", f"run_dir={run_dir}"]) == 0
+    assert "PPO on mujoco_warp" in capsys.readouterr().out
+    assert (run_dir / "checkpoints").is_dir()
+
+
+def test_unknown_backend_from_the_command_line_is_a_clear_error(capsys):
+    from embodied.cli import main
+
+    assert main(["train", "sim=physx"]) == 2
+    err = capsys.readouterr().err
+    assert "physx" in err and "Traceback" not in err
