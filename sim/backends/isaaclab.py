@@ -1,0 +1,243 @@
+"""``sim=isaaclab``: a task on Isaac Lab 3, run in a worker process of the Isaac Lab environment.
+
+Isaac Lab 3.0 needs Python >= 3.12 and pins its own torch (2.11), Warp, Newton
+and mujoco, so it lives in ``.venv-isaaclab`` (``scripts/isaaclab_env.sh``), not
+in the project's environment. :class:`IsaacLabEnv` implements
+:class:`sim.protocol.BatchedEnv` in this process and forwards every call to
+``python -m sim.backends.isaaclab_worker`` in that environment, which hosts the
+backend-neutral ``TaskEnv`` on :class:`sim.backends.isaaclab_physics.IsaacLabPhysics`.
+
+The boundary is a socket pair carrying pickled builtins with tensors as raw
+bytes (:mod:`sim.backends.isaaclab_wire`): one round trip per call, versions of
+torch and numpy on either side do not matter, and a step of a few hundred
+envs is a few hundred kB. Shared memory would save that copy but ties both
+sides to one tensor layout and device; on a GPU machine the copy of
+observations to this process is the price of the separate environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import socket
+import subprocess
+import sys
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from robots import load_robot
+from sim.actions import make_action_map
+from sim.backends import BackendUnavailable
+from sim.backends.isaaclab_wire import decode, encode
+from sim.task import ObsTerm
+from sim.tasks import get_task_class
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = ROOT / ".venv-isaaclab"
+INSTALL_COMMAND = "scripts/isaaclab_env.sh"
+STARTUP_TIMEOUT_S = 1800.0  # first start compiles Warp kernels (minutes on a loaded CPU)
+
+
+def isaaclab_python(venv: Path = VENV) -> Path:
+    """The Isaac Lab environment's Python; :class:`BackendUnavailable` if not installed."""
+    python = venv / "bin" / "python"
+    if not python.exists() or not any(venv.glob(".installed-*")):
+        raise BackendUnavailable(
+            f"sim=isaaclab needs the Isaac Lab environment {venv.name}/ (Python 3.12, "
+            f"isaaclab==3.0.0, ~8 GB), which is not installed: run `{INSTALL_COMMAND}` "
+            "(a few minutes), then try again")
+    return python
+
+
+class IsaacLabWorkerError(RuntimeError):
+    """The worker raised an exception or died; the message carries its traceback or log."""
+
+
+class _RemoteTask:
+    """The task as seen from this process: name, instruction, robot, observation layout,
+    and the privileged ``progress()``/``success()`` evaluated in the worker."""
+
+    def __init__(self, env: IsaacLabEnv, name: str, instruction: str, robot,
+                 layout: list[tuple[str, int, float]]):
+        self._env, self.name, self.instruction, self.robot = env, name, instruction, robot
+        self._layout = layout
+
+    def observation_terms(self) -> list[ObsTerm]:
+        n = self._env.num_envs
+        return [ObsTerm(name, (lambda size=size: torch.zeros(n, size)), noise)
+                for name, size, noise in self._layout]
+
+    def progress(self) -> torch.Tensor:
+        return self._env.call("task", method="progress")
+
+    def success(self) -> torch.Tensor:
+        return self._env.call("task", method="success")
+
+
+class IsaacLabEnv:
+    """A batch of one task's envs on Isaac Lab, in a worker process; implements
+    :class:`sim.protocol.BatchedEnv`. Tensors come back on the CPU."""
+
+    def __init__(self, task: str, num_envs: int = 16, device: str | None = None,
+                 venv: Path = VENV, log_path: Path | None = None, **cfg: Any):
+        python = isaaclab_python(venv)
+        cls = get_task_class(task)
+        self.robot = load_robot(cls.robot_name)
+        from sim.backends.isaaclab_usd import cache_dir
+
+        self.log_path = log_path or cache_dir() / f"worker-{os.getpid()}-{id(self):x}.log"
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env.setdefault("MUJOCO_GL", "egl")
+        t0 = time.perf_counter()
+        with open(self.log_path, "wb") as log:
+            self._proc = subprocess.Popen(
+                [str(python), "-m", "sim.backends.isaaclab_worker", "--fd", str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),), cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT)
+        theirs.close()
+        self._conn = Connection(ours.detach())
+        self._closed = False
+        cfg = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v)
+               for k, v in cfg.items()}
+        try:
+            info = self.call("make", timeout=STARTUP_TIMEOUT_S, task_name=task,
+                             num_envs=num_envs, device=device, cfg=cfg)
+        except BaseException:
+            self._kill()
+            raise
+        self.startup_s = time.perf_counter() - t0
+        self.num_envs = int(info["num_envs"])
+        self.control_dt = float(info["control_dt"])
+        self.max_episode_steps = int(info["max_episode_steps"])
+        self.obs_dim, self.action_dim = int(info["obs_dim"]), int(info["action_dim"])
+        self.device = torch.device("cpu")
+        self.worker_device = info["device"]
+        self.instruction = info["instruction"]
+        self.camera_names = tuple(info["camera_names"])
+        self.decimation = int(info["decimation"])
+        self.engine_startup_s = float(info["startup_s"])
+        self.versions = info["versions"]
+        self.backend = "isaaclab"
+        self.task = _RemoteTask(self, cls.name, self.instruction, self.robot,
+                                info["observation_layout"])
+        self.action_map = make_action_map(cfg.get("action") or cls.action_type, self.robot,
+                                          self.num_envs, cfg.get("action_speed", 0.5))
+
+    # ----------------------------------------------------------- transport
+    def call(self, cmd: str, timeout: float | None = None, **kwargs: Any) -> Any:
+        """Send one request to the worker and return its result (raises its errors)."""
+        if self._closed:
+            raise IsaacLabWorkerError("the Isaac Lab env is closed")
+        try:
+            self._conn.send_bytes(encode((cmd, kwargs)))
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while not self._conn.poll(1.0):
+                if self._proc.poll() is not None:
+                    raise EOFError
+                if deadline is not None and time.monotonic() > deadline:
+                    raise IsaacLabWorkerError(f"the Isaac Lab worker did not answer '{cmd}' "
+                                              f"within {timeout:.0f} s; log: {self.log_path}")
+            reply = decode(self._conn.recv_bytes())
+        except (EOFError, OSError, BrokenPipeError) as exc:
+            self._closed = True
+            raise IsaacLabWorkerError(f"the Isaac Lab worker exited (code {self._proc.poll()})"
+                                      f" during '{cmd}'; end of its log {self.log_path}:\n"
+                                      f"{self._log_tail()}") from exc
+        if reply[0] == "error":
+            _, kind, message, trace = reply
+            raise IsaacLabWorkerError(f"{kind} in the Isaac Lab worker: {message}\n{trace}")
+        return reply[1]
+
+    def _log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    # ---------------------------------------------------------- BatchedEnv
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        return self.call("reset", seed=seed)
+
+    def observe(self, noise: bool = True) -> torch.Tensor:
+        return self.call("observe", noise=noise)
+
+    def step(self, actions: torch.Tensor):
+        actions = torch.as_tensor(actions).detach().to("cpu", torch.float32)
+        return tuple(self.call("step", actions=actions))
+
+    def render(self, cameras: list[str] | None = None, env_ids: torch.Tensor | None = None,
+               width: int | None = None, height: int | None = None) -> torch.Tensor:
+        return self.call("render", cameras=list(cameras) if cameras else None,
+                         env_ids=None if env_ids is None else torch.as_tensor(env_ids),
+                         width=width, height=height)
+
+    def request_final_frames(self, cameras: list[str] | None = None, width: int | None = None,
+                             height: int | None = None, enabled: bool = True) -> None:
+        self.call("request_final_frames", cameras=list(cameras) if cameras else None,
+                  width=width, height=height, enabled=enabled)
+
+    def state(self, *names: str) -> dict[str, torch.Tensor]:
+        """State tensors of the worker's env in MuJoCo's layout (``qpos``, ``site_xpos``...)."""
+        return self.call("state", names=list(names))
+
+    def close(self) -> None:
+        """Stop the worker (politely, then by force)."""
+        if getattr(self, "_closed", True):
+            return
+        with contextlib.suppress(IsaacLabWorkerError):
+            self.call("close", timeout=60.0)
+        self._closed = True
+        self._kill()
+
+    def _kill(self) -> None:
+        self._closed = True
+        self._conn.close()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            self.close()
+
+
+def make_isaaclab_env(task: str, num_envs: int = 16, **cfg: Any) -> IsaacLabEnv:
+    """``sim=isaaclab``: ``task`` on Isaac Lab in a worker process (see :class:`IsaacLabEnv`).
+    ``cfg``: ``device`` (``cpu``/``cuda:0``; None: a GPU if the worker sees one) and
+    :class:`sim.env.EnvConfig` settings."""
+    return IsaacLabEnv(task, num_envs, **cfg)
+
+
+def isaaclab_throughput(task: str, num_envs: int, steps: int, seed: int = 0) -> dict[str, Any]:
+    """Env steps/s of ``task`` on Isaac Lab with random actions, and start-up times.
+
+    ``startup_s``: from the call to a ready env (worker start, USD conversion or cache,
+    Warp kernel compile or cache, scene build); ``engine_startup_s``: the Isaac Lab part
+    of it. The first of ``steps`` is not timed (lazy initialisation)."""
+    if steps < 2:
+        raise ValueError("isaaclab_throughput needs steps >= 2")
+    env = make_isaaclab_env(task, num_envs, seed=seed)
+    try:
+        gen = torch.Generator().manual_seed(seed)
+        env.reset(seed=seed)
+        env.step(2 * torch.rand(num_envs, env.action_dim, generator=gen) - 1)
+        t0 = time.perf_counter()
+        for _ in range(steps - 1):
+            env.step(2 * torch.rand(num_envs, env.action_dim, generator=gen) - 1)
+        elapsed = time.perf_counter() - t0
+        return {"backend": "isaaclab", "task": task, "num_envs": num_envs,
+                "steps": steps - 1, "env_steps_per_s": num_envs * (steps - 1) / elapsed,
+                "startup_s": env.startup_s, "engine_startup_s": env.engine_startup_s,
+                "device": env.worker_device, "versions": env.versions,
+                "python": sys.version.split()[0]}
+    finally:
+        env.close()

@@ -1,0 +1,280 @@
+"""Isaac Lab 3 (kit-less, Newton physics, MuJoCo-Warp solver) as a :class:`sim.physics.Physics`.
+
+Runs inside the Isaac Lab environment (``scripts/isaaclab_env.sh``), normally in
+the worker process of :mod:`sim.backends.isaaclab_worker`.
+
+What comes from where:
+
+* Dynamics: Isaac Lab's ``InteractiveScene`` with the task scene's USD
+  (:mod:`sim.backends.isaaclab_usd`) as an ``Articulation``, stepped by
+  Newton's MuJoCo-Warp solver with our time step, integrator, cone, impratio
+  and solver iterations; ``decimation`` physics steps per control step.
+* Actuators: Isaac Lab implicit PD actuators, one per actuated joint, with kp,
+  kd, effort limits and target ranges read from the compiled model's position
+  actuators (which ``robots/build.py`` made from robot.yaml).
+* State in MuJoCo's layout: ``qpos``/``qvel`` are gathered by joint name from
+  the articulation's joint state; bodies, sites and the site Jacobian follow
+  from them by batched forward kinematics of the same MJCF
+  (:mod:`sim.backends.isaaclab_kinematics`). That keeps one source of truth
+  (the joint state) and works right after a reset, before any physics step.
+  Mocap bodies (visual markers) live on this side only.
+
+Not supported yet (clear errors): free-floating bodies (cubes, a floating
+base), sensors (the Go2's touch sensors), per-env parameter randomisation.
+"""
+
+from __future__ import annotations
+
+import time
+
+import mujoco
+import torch
+
+from sim.backends.isaaclab_kinematics import Kinematics
+from sim.task import Task
+
+_FREE = int(mujoco.mjtJoint.mjJNT_FREE)
+_BALL = int(mujoco.mjtJoint.mjJNT_BALL)
+_INTEGRATORS = {int(mujoco.mjtIntegrator.mjINT_EULER): "euler",
+                int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): "implicitfast",
+                int(mujoco.mjtIntegrator.mjINT_RK4): "rk4"}
+_CONES = {int(mujoco.mjtCone.mjCONE_PYRAMIDAL): "pyramidal",
+          int(mujoco.mjtCone.mjCONE_ELLIPTIC): "elliptic"}
+
+
+def check_supported(model: mujoco.MjModel, task_name: str) -> None:
+    """Raise NotImplementedError if ``model`` needs what this backend does not map yet."""
+    free = [model.joint(j).name or f"#{j}" for j in range(model.njnt)
+            if int(model.jnt_type[j]) in (_FREE, _BALL)]
+    if free:
+        raise NotImplementedError(
+            f"task '{task_name}': free/ball joints {free} (floating bodies) are not mapped "
+            "to Isaac Lab yet; supported: fixed-base robots with hinge/slide joints "
+            "(panda_reach). Use sim=mujoco for this task.")
+    if model.nsensor:
+        raise NotImplementedError(
+            f"task '{task_name}': MuJoCo sensors ({model.nsensor}) have no Isaac Lab mapping "
+            "yet. Use sim=mujoco for this task.")
+
+
+class IsaacLabState:
+    """:class:`sim.protocol.SimState` in MuJoCo's layout, filled from Isaac Lab."""
+
+    def __init__(self, model: mujoco.MjModel, num_envs: int, decimation: int,
+                 device: torch.device):
+        self.model, self.num_envs, self.device = model, num_envs, device
+        self.physics_dt = float(model.opt.timestep)
+        self.control_dt = self.physics_dt * decimation
+
+        def zeros(*shape: int) -> torch.Tensor:
+            return torch.zeros(num_envs, *shape, dtype=torch.float64, device=device)
+
+        self.qpos, self.qvel, self.ctrl = zeros(model.nq), zeros(model.nv), zeros(model.nu)
+        self.mocap_pos = zeros(model.nmocap, 3)
+        self.xpos, self.xquat = zeros(model.nbody, 3), zeros(model.nbody, 4)
+        self.site_xpos, self.site_xmat = zeros(model.nsite, 3), zeros(model.nsite, 9)
+        self.sensordata = zeros(model.nsensordata)
+        self.time = zeros()
+        self.kinematics = Kinematics(model, device)
+
+    def update_kinematics(self) -> None:
+        """Bodies and sites from the current qpos and mocap poses."""
+        xpos, xquat, site_xpos, site_xmat = self.kinematics.forward(self.qpos, self.mocap_pos)
+        self.xpos.copy_(xpos)
+        self.xquat.copy_(xquat)
+        self.site_xpos.copy_(site_xpos)
+        self.site_xmat.copy_(site_xmat)
+
+    def _id(self, kind: mujoco.mjtObj, name: str) -> int:
+        i = mujoco.mj_name2id(self.model, kind, name)
+        if i < 0:
+            raise KeyError(f"no {kind.name[6:].lower()} named '{name}' in the model")
+        return i
+
+    def body_id(self, name: str) -> int:
+        return self._id(mujoco.mjtObj.mjOBJ_BODY, name)
+
+    def site_id(self, name: str) -> int:
+        return self._id(mujoco.mjtObj.mjOBJ_SITE, name)
+
+    def sensor_slice(self, name: str) -> slice:
+        i = self._id(mujoco.mjtObj.mjOBJ_SENSOR, name)
+        adr = int(self.model.sensor_adr[i])
+        return slice(adr, adr + int(self.model.sensor_dim[i]))
+
+    def joint_qpos_slice(self, name: str) -> slice:
+        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
+        adr = int(self.model.jnt_qposadr[j])
+        return slice(adr, adr + {0: 7, 1: 4}.get(int(self.model.jnt_type[j]), 1))
+
+    def joint_dof_slice(self, name: str) -> slice:
+        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
+        adr = int(self.model.jnt_dofadr[j])
+        return slice(adr, adr + {0: 6, 1: 3}.get(int(self.model.jnt_type[j]), 1))
+
+    def site_jacobian(self, site: int) -> torch.Tensor:
+        return self.kinematics.jacobian(self.site_xpos[:, site],
+                                        int(self.model.site_bodyid[site]))
+
+
+def solver_settings(model: mujoco.MjModel) -> dict:
+    """MuJoCo-Warp solver settings equal to the compiled model's options."""
+    opt = model.opt
+    return {"integrator": _INTEGRATORS[int(opt.integrator)], "cone": _CONES[int(opt.cone)],
+            "impratio": float(opt.impratio), "iterations": int(opt.iterations),
+            "ls_iterations": int(opt.ls_iterations), "tolerance": float(opt.tolerance)}
+
+
+def actuator_groups(model: mujoco.MjModel) -> dict[str, dict]:
+    """Per actuated joint: kp, kd, effort limit and target range of its position actuator."""
+    groups = {}
+    for a in range(model.nu):
+        kp, bias = float(model.actuator_gainprm[a, 0]), model.actuator_biasprm[a]
+        if int(model.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT) or \
+                abs(float(bias[1]) + kp) > 1e-9 * max(kp, 1.0):
+            raise NotImplementedError(f"actuator '{model.actuator(a).name}' is not a joint "
+                                      "position actuator (kp, -kp, -kd); only those map to "
+                                      "Isaac Lab's implicit PD actuators")
+        joint = model.joint(int(model.actuator_trnid[a, 0])).name
+        groups[joint] = {"actuator": a, "kp": kp, "kd": -float(bias[2]),
+                         "effort": float(model.actuator_forcerange[a, 1]),
+                         "range": tuple(float(v) for v in model.actuator_ctrlrange[a])}
+    return groups
+
+
+class IsaacLabPhysics:
+    """A batch of ``num_envs`` copies of a task's scene in Isaac Lab (Newton, MuJoCo-Warp)."""
+
+    name = "isaaclab"
+    supports_parameter_randomization = False
+
+    def __init__(self, task: Task, model: mujoco.MjModel, num_envs: int, decimation: int,
+                 device: str = "cpu"):
+        check_supported(model, task.name)
+        t0 = time.perf_counter()
+        import isaaclab.sim as sim_utils
+        from isaaclab.actuators import ImplicitActuatorCfg
+        from isaaclab.assets import ArticulationCfg
+        from isaaclab.scene import InteractiveScene, InteractiveSceneCfg
+        from isaaclab.sim import SimulationCfg, SimulationContext
+        from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg
+
+        from sim.backends.isaaclab_usd import task_usd
+
+        self.model, self.decimation = model, decimation
+        self.device = torch.device(device)
+        self.state = IsaacLabState(model, num_envs, decimation, self.device)
+        usd = task_usd(task)
+        self.groups = actuator_groups(model)
+        actuators = {
+            joint: ImplicitActuatorCfg(joint_names_expr=[joint], stiffness=g["kp"],
+                                       damping=g["kd"], effort_limit_sim=g["effort"])
+            for joint, g in self.groups.items()}
+        # Isaac Lab checks its default joint positions against the limits (the env
+        # writes every initial state itself): qpos0, clamped into the joint ranges.
+        default = {model.joint(j).name: float(min(max(model.qpos0[model.jnt_qposadr[j]],
+                                                      model.jnt_range[j, 0]),
+                                                  model.jnt_range[j, 1]))
+                   if model.jnt_limited[j] else float(model.qpos0[model.jnt_qposadr[j]])
+                   for j in range(model.njnt)}
+        robot = ArticulationCfg(prim_path="{ENV_REGEX_NS}/Scene",
+                                spawn=sim_utils.UsdFileCfg(usd_path=str(usd)),
+                                init_state=ArticulationCfg.InitialStateCfg(joint_pos=default),
+                                actuators=actuators)
+        scene_cfg = InteractiveSceneCfg(num_envs=num_envs, env_spacing=2.0)
+        scene_cfg.robot = robot
+        physics = NewtonCfg(solver_cfg=MJWarpSolverCfg(**solver_settings(model)),
+                            use_cuda_graph=self.device.type == "cuda")
+        self.sim = SimulationContext(SimulationCfg(dt=float(model.opt.timestep), device=device,
+                                                   physics=physics))
+        self.scene = InteractiveScene(scene_cfg)
+        self.sim.reset()
+        self.robot = self.scene["robot"]
+        self.startup_s = time.perf_counter() - t0
+        # Isaac's joint order -> our qpos/qvel columns; actuator -> Isaac joint.
+        names = list(self.robot.joint_names)
+        missing = [model.joint(j).name for j in range(model.njnt)
+                   if model.joint(j).name not in names]
+        if missing:
+            raise RuntimeError(f"joints {missing} of the MJCF are not in the Isaac Lab "
+                               f"articulation (it has {names})")
+        idx = [mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in names]
+        dev = self.device
+        self._qpos_cols = torch.tensor([int(model.jnt_qposadr[j]) for j in idx], device=dev)
+        self._dof_cols = torch.tensor([int(model.jnt_dofadr[j]) for j in idx], device=dev)
+        self._qpos0 = torch.as_tensor(model.qpos0, dtype=torch.float64, device=dev)
+        self._act_joints = torch.tensor([names.index(j) for j in self.groups], device=dev)
+        self._act_ids = torch.tensor([g["actuator"] for g in self.groups.values()], device=dev)
+        lo, hi = zip(*(g["range"] for g in self.groups.values()), strict=True)
+        self._lo = torch.tensor(lo, dtype=torch.float64, device=dev)
+        self._hi = torch.tensor(hi, dtype=torch.float64, device=dev)
+        self._target = torch.zeros(num_envs, len(names), dtype=torch.float32, device=dev)
+        self._mocap0 = torch.as_tensor(model.body_pos[model.body_mocapid >= 0][
+            model.body_mocapid[model.body_mocapid >= 0].argsort()], dtype=torch.float64,
+            device=dev)
+        self.reset(torch.arange(num_envs, device=dev))
+        self.forward(torch.arange(num_envs, device=dev))
+
+    # Isaac Lab (Newton) keeps joint positions relative to the MJCF's reference pose.
+    def _read_joint_state(self) -> None:
+        data = self.robot.data
+        s = self.state
+        s.qpos[:, self._qpos_cols] = data.joint_pos.torch.to(torch.float64) + \
+            self._qpos0[self._qpos_cols]
+        s.qvel[:, self._dof_cols] = data.joint_vel.torch.to(torch.float64)
+
+    def reset(self, ids: torch.Tensor) -> None:
+        s = self.state
+        s.qpos[ids] = self._qpos0
+        s.qvel[ids] = 0.0
+        s.ctrl[ids] = 0.0
+        s.mocap_pos[ids] = self._mocap0
+        s.time[ids] = 0.0
+
+    def forward(self, ids: torch.Tensor) -> None:
+        s = self.state
+        pos = (s.qpos[ids][:, self._qpos_cols] - self._qpos0[self._qpos_cols]).float()
+        vel = s.qvel[ids][:, self._dof_cols].float()
+        self.robot.write_joint_state_to_sim_index(position=pos.contiguous(),
+                                                  velocity=vel.contiguous(), env_ids=ids)
+        s.update_kinematics()
+
+    def step(self, nstep: int) -> None:
+        s = self.state
+        target = s.ctrl[:, self._act_ids].clamp(self._lo, self._hi)
+        self._target[:, self._act_joints] = target.float()
+        self.robot.actuators.target_command.set_position_index(value=self._target,
+                                                               full_data=True)
+        for _ in range(nstep):
+            self.scene.write_data_to_sim()
+            self.sim.step(render=False)
+        self.scene.update(dt=s.physics_dt * nstep)
+        self._read_joint_state()
+        s.time += s.physics_dt * nstep
+        s.update_kinematics()
+
+    def scale_parameters(self, ids, friction, mass, actuator_gain, actuated) -> None:
+        raise NotImplementedError("per-env parameter randomisation is not mapped to Isaac Lab")
+
+    def mjdata(self, ids: list[int]) -> list[mujoco.MjData]:
+        datas = []
+        for i in ids:
+            data = mujoco.MjData(self.model)
+            data.qpos[:] = self.state.qpos[i].cpu().numpy()
+            data.qvel[:] = self.state.qvel[i].cpu().numpy()
+            data.mocap_pos[:] = self.state.mocap_pos[i].cpu().numpy()
+            mujoco.mj_forward(self.model, data)
+            datas.append(data)
+        return datas
+
+    def close(self) -> None:
+        self.sim.clear_instance()
+
+
+def isaaclab_physics_factory(task: Task, device: str = "cpu"):
+    """A :data:`sim.env.PhysicsFactory` building :class:`IsaacLabPhysics` for ``task``."""
+
+    def build(model: mujoco.MjModel, num_envs: int, decimation: int, cfg) -> IsaacLabPhysics:
+        return IsaacLabPhysics(task, model, num_envs, decimation, device)
+
+    return build
