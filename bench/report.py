@@ -66,46 +66,94 @@ def ppo(r: dict) -> str:
     return "\n".join(lines)
 
 
-def reward(r: dict) -> str:
+def _rate(t: dict) -> str:
+    return f"{t['per_s']:,.0f} (best batch {t['best_per_s']:,.0f})"
+
+
+def reward_model(r: dict) -> str:
     lines = ["| task (held-out episodes) | VOC | reversed VOC | success F1 | success AUROC | "
              "Pearson vs sim | pairwise acc. | counterfactual gap | data + training |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for task, m in r["prm"].items():
+    for task in ("panda_reach", "panda_push", "panda_pick_place"):
+        if task not in r:
+            continue
+        m = r[task]
         lines.append(f"| {task} | {m['voc']:.3f} | {m['voc_reversed']:.3f} | "
                      f"{m['success_f1']:.3f} | {m['success_auroc']:.3f} | "
                      f"{m['progress_pearson']:.3f} | {m['pairwise_accuracy']:.3f} | "
-                     f"{m['counterfactual_gap']:.3f} | {m['seconds']:.0f} s |")
-    t = r["throughput"]
-    lines += ["", f"PRM scoring, {t['batch']} x 3 views: {t['score_obs_per_s_96']:,.0f} "
-              f"observations/s at 96x96 ({t['score_obs_per_s_64']:,.0f} at 64x64); rendering "
-              f"the same observations in the same run: {t['render_obs_per_s_96']:,.0f}/s "
-              f"({t['render_obs_per_s_64']:,.0f}/s at 64x64), so scoring is "
-              f"{t['score_over_render_96']:.0f}x faster than rendering.", ""]
-    rl = r["rl"]
-    lines += [f"| {rl['task']}, PPO, {rl['budget_env_steps']:,} env steps | deterministic eval "
-              "success | final training success | env steps to 80% (training) | "
-              "collection steps/s (vs sparse) |", "| --- | ---: | ---: | ---: | ---: |"]
-    for name, a in rl["arms"].items():
-        ev = "-" if a["eval_success"] is None else f"{a['eval_success']:.0%}"
-        lines.append(f"| {name} | {ev} | {a['final_train_success']:.0%} | "
-                     f"{_fmt(a['env_steps_to_80'])} | {a['collection_fps']:,.0f} "
-                     f"({rl['collection_fps_ratio_vs_sparse'][name]:.2f}) |")
-    shares = []
-    for label, a in (("distilled", rl["arms"]["prm_shaped"]),
-                     ("direct", rl["prm_direct_short_run"])):
-        s = a["reward_timing"]["share"]
-        shares.append(f"{label}: " + ", ".join(f"{k} {v:.0%}" for k, v in s.items()) +
-                      f" ({a['reward_timing']['frames_scored']:,} frames for "
-                      f"{a['reward_timing']['env_steps']:,} env steps)")
-    quality = rl["arms"]["prm_shaped"]["reward_timing"].get("potential_vs_sim_pearson")
-    if quality and quality.get("model") is not None:
-        shares.append(f"on the states PPO visited, Pearson correlation with the simulator's "
-                      f"progress: PRM {quality['model']:.2f}, distilled MLP (before fitting "
-                      f"them) {quality['distilled']:.2f}")
-    lines += ["", "Time of the PRM-shaped env step by part: " + "; ".join(shares) + ".",
-              "", f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
-              f"`{r['command']}`; curves: `{rl['plot']}`)"]
+                     f"{m['counterfactual_gap']:.3f} | {m['data_seconds']:.0f} + "
+                     f"{m['train_seconds']:.0f} s |")
+    t = r.get("throughput")
+    if t:
+        lines += ["", f"| PRM scoring, {t['batch']} observations x {t['views']} views | "
+                  "observations/s | CPU s per batch |", "| --- | ---: | ---: |"]
+        for label, key in (("96x96, scoring path, 2 threads", "score_96"),
+                           ("96x96, scoring path, 1 thread", "score_96_one_thread"),
+                           ("96x96, plain `predict` (before), 2 threads", "predict_96"),
+                           ("64x64, scoring path, 2 threads", "score_64"),
+                           ("64x64, plain `predict` (before), 2 threads", "predict_64"),
+                           ("rendering the same views (16 envs), 96x96", "render_96"),
+                           ("rendering the same views (16 envs), 64x64", "render_64")):
+            lines.append(f"| {label} | {_rate(t[key])} | {t[key]['cpu_s_per_call']:.3f} |")
+        lines += ["", f"Scoring path over plain `predict`: {t['fast_over_predict_96']:.2f}x "
+                  f"at 96x96, {t['fast_over_predict_64']:.2f}x at 64x64; scoring over "
+                  f"rendering: {t['score_over_render_96']:.0f}x (96x96). Load average "
+                  f"(1 min) before/after: {t['load_avg_1min_before']:.1f}/"
+                  f"{t['load_avg_1min_after']:.1f}."]
+    s = r.get("ppo_speed")
+    if s:
+        lines += ["", f"| PPO on {s['task']}, {s['num_envs']} envs | env steps | collection "
+                  "steps/s (vs sparse) | time share: physics / render / model / distill |",
+                  "| --- | ---: | ---: | ---: |"]
+        for name in ("sparse", "prm_distilled", "prm_direct"):
+            a = s[name]
+            ratio = 1.0 if name == "sparse" else s[f"{name}_over_sparse"]
+            sh = a["reward_timing"]["share"] if a["reward_timing"] else {}
+            share = " / ".join(f"{sh.get(k, 0):.0%}" for k in
+                               ("physics", "render", "model", "distill"))
+            lines.append(f"| {name} | {a['env_steps']:,} | {a['collection_fps']:,.0f} "
+                         f"({ratio:.3f}) | {share} |")
+        lines += ["", f"Load average (1 min) before/after: {s['load_avg_1min_before']:.1f}/"
+                  f"{s['load_avg_1min_after']:.1f}."]
+    lines += ["", f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
+              f"`{r['command']}`)"]
     return "\n".join(lines)
+
+
+def reward_rl(r: dict) -> str:
+    lines = []
+    for task, rl in r.items():
+        if not (isinstance(rl, dict) and "arms" in rl):
+            continue
+        lines += [f"| {task}, PPO, {rl['budget_env_steps']:,} env steps | deterministic eval "
+                  "success | final training success | env steps to 80% (training) | "
+                  "collection steps/s (vs sparse) |", "| --- | ---: | ---: | ---: | ---: |"]
+        for name, a in rl["arms"].items():
+            ev = "-" if a["eval_success"] is None else f"{a['eval_success']:.0%}"
+            lines.append(f"| {name} | {ev} | {a['final_train_success']:.0%} | "
+                         f"{_fmt(a['env_steps_to_80'])} | {a['collection_fps']:,.0f} "
+                         f"({rl['collection_fps_ratio_vs_sparse'][name]:.2f}) |")
+        timing = rl["arms"]["prm_shaped"]["reward_timing"]
+        notes = ["distilled PRM step: " + ", ".join(
+            f"{k} {v:.0%}" for k, v in timing["share"].items()) +
+            f" ({timing['frames_scored']:,} frames for {timing['env_steps']:,} env steps)"]
+        quality = timing.get("potential_vs_sim_pearson") or {}
+        if quality.get("model") is not None:
+            notes.append(f"on the states PPO visited, Pearson correlation with the simulator's "
+                         f"progress: PRM {quality['model']:.2f}, distilled MLP (before "
+                         f"fitting them) {quality['distilled']:.2f}")
+        met = ", ".join(f"{k}: {'met' if v else 'missed'}" for k, v in rl["targets"].items())
+        load = rl.get("load_avg_1min")
+        notes.append(f"targets: {met}" + (f"; load average (1 min) before/after: "
+                                           f"{load[0]:.1f}/{load[1]:.1f}" if load else ""))
+        if "provenance" in rl:
+            notes.append(rl["provenance"])
+        lines += ["", "; ".join(notes) + f". Run {rl['date'][:10]}; curves: `{rl['plot']}`.",
+                  ""]
+    lines += [f"({r['machine']['cores']} cores, {r['machine']['cpu']}; `{r['command']}`)"]
+    return "\n".join(lines)
+
+
 def ros_loop(r: dict) -> str:
     ros, sim = r["ros"], r["sim"]
     lines = ["| ROS 2 closed loop (panda_reach, sim_deploy) | p50 | p99 |",
@@ -168,14 +216,16 @@ def vlm_reward(r: dict) -> str:
     return "\n".join(lines)
 
 
-TABLES = {"sim_throughput": sim_throughput, "ppo": ppo, "reward": reward, "ros_loop": ros_loop,
-          "vlm_reward": vlm_reward}
+TABLES = {"sim_throughput": sim_throughput, "ppo": ppo, "reward_model": reward_model,
+          "reward_rl": reward_rl, "ros_loop": ros_loop, "vlm_reward": vlm_reward}
 
 
 TITLES = {
     "sim_throughput": "Simulation throughput (`python bench/sim_throughput.py`)",
     "ppo": "PPO against stable-baselines3 (`python bench/ppo.py`)",
-    "reward": "Learned PRM and the sparse-reward experiment (`python bench/reward.py`)",
+    "reward_model": "Learned PRM: quality, scoring speed, cost in PPO "
+                    "(`python bench/reward_model.py`)",
+    "reward_rl": "The sparse-reward experiment (`python bench/reward_rl.py`)",
     "ros_loop": "ROS 2 bridge in closed loop (`python bench/ros_loop.py`)",
     "vlm_reward": "VLM rewards and the Bradley-Terry preference model "
                   "(`python bench/vlm_reward.py`)",

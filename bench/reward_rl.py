@@ -65,12 +65,12 @@ def plot(task: str, arms: dict, budget: int, path: Path) -> None:
     plt.close(fig)
 
 
-def experiment(task: str, quick: bool) -> dict:
+def experiment(task: str, quick: bool, budget: int | None = None) -> dict:
     """All arms on ``task``; their curves, summaries, plot and the targets."""
     prm = prm_dir(task, quick)
     if not (prm / "prm.pt").is_file():
         train_prm(task, quick, reuse=True)
-    budget = 2 * 16 * 32 if quick else BUDGETS[task]
+    budget = budget or (2 * 16 * 32 if quick else BUDGETS[task])
     extra = ["num_envs=16", "eval.num_envs=8"] if quick else []
     load_before = round(os.getloadavg()[0], 2)
     arms = {name: ppo_run(task, name, overrides, budget, prm, bench_root(quick) / "rl", extra)
@@ -101,9 +101,11 @@ def main() -> None:
     p.add_argument("--task", action="append", choices=TASKS, default=None,
                    help="run this task's experiment (repeatable) and merge it into the "
                         f"existing JSON; default: {', '.join(RL_TASKS)}")
+    p.add_argument("--budget", type=int, default=None,
+                   help=f"env steps per arm (default per task: {BUDGETS})")
     args = p.parse_args()
     tasks = args.task or ([RL_TASKS[0]] if args.quick else list(RL_TASKS))
-    figures = {task: experiment(task, args.quick) for task in tasks}
+    figures = {task: experiment(task, args.quick, args.budget) for task in tasks}
     if args.task:
         figures = merge_sections("reward_rl", args.quick, figures, tasks)
     write_result("reward_rl", args.quick, figures)

@@ -21,7 +21,8 @@ loaded): ``predict`` 185 ms, this path 69-72 ms, of which the uint8 resize 10 ms
 float conversion 2 ms, the three convolutions 52 ms (close to one AVX2 core's peak for
 their 1.7G multiply-adds), the rest 6 ms. The encoder alone took 55 ms on channels-last
 input against 68-88 ms on NCHW; ``torch.jit.optimize_for_inference`` was slower (83-111
-ms). Only the ``cnn`` encoder has a fast path;
+ms), ``torch.compile`` (inductor) no faster (57 ms, after 86 s of compiling), bfloat16
+9x slower (no native bf16 arithmetic on this AVX2 CPU). Only the ``cnn`` encoder has a fast path;
 an ``hf`` vision tower is scored by ``predict``.
 """
 
