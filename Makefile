@@ -1,5 +1,5 @@
 # The two commands of the README. Both (re)create .venv as needed.
-.PHONY: train demo test bench-quick
+.PHONY: train demo test bench-quick isaaclab-env
 
 # The main job: PPO on panda_reach on the CPU (C MuJoCo), ~2 min on 2 cores.
 train:
@@ -19,3 +19,7 @@ test:
 bench-quick:
 	@scripts/bootstrap.sh
 	@for b in bench/*.py; do .venv/bin/python $$b --quick || exit 1; done
+
+# The Isaac Lab 3 environment of sim=isaaclab (.venv-isaaclab: Python 3.12, ~8 GB, a few minutes).
+isaaclab-env:
+	@scripts/isaaclab_env.sh

@@ -48,7 +48,7 @@ start=$(date +%s)
 # the project's own dependencies (those of .venv would pull a second torch).
 site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$(pwd)" >"$site/embodied_project.pth"
-"$venv/bin/python" -c 'import isaaclab, torch, mujoco, robots, sim; print("[isaaclab_env] isaaclab", isaaclab.__version__ if hasattr(isaaclab, "__version__") else "?", "torch", torch.__version__, "mujoco", mujoco.__version__)' \
+"$venv/bin/python" -c 'import isaaclab, mujoco_usd_converter, torch, mujoco, robots, sim; print("[isaaclab_env] isaaclab", isaaclab.__version__ if hasattr(isaaclab, "__version__") else "?", "torch", torch.__version__, "mujoco", mujoco.__version__)' \
     || { echo "[isaaclab_env] the environment does not import: see above" >&2; exit 1; }
 rm -f "$venv"/.installed-*
 touch "$stamp"
