@@ -80,6 +80,12 @@ def test_panda_reach_matches_c_mujoco():
         assert worst["obs"] < 1e-3, worst
         assert worst["reward"] < 1e-3, worst
         assert isaac.task.success().shape == (NUM_ENVS,)
+        # Camera frames come from the worker's CPU renderer of the same MJCF.
+        ids = torch.tensor([0, 3])
+        frames_r = ref.render(["front", "wrist"], env_ids=ids, width=32, height=32)
+        frames_i = isaac.render(["front", "wrist"], env_ids=ids, width=32, height=32)
+        assert frames_i.shape == frames_r.shape == (2, 2, 32, 32, 3)
+        assert (frames_i.float() - frames_r.float()).abs().mean() < 2.0
     finally:
         ref.close()
         isaac.close()
