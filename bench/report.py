@@ -216,8 +216,39 @@ def vlm_reward(r: dict) -> str:
     return "\n".join(lines)
 
 
+def gpu_backends(r: dict) -> str:
+    lines = ["| backend (CPU device) | task | envs | env steps/s | engine alone steps/s | "
+             "ratio to engine | C MuJoCo env steps/s | ratio to C MuJoCo | start-up s |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name in ("mujoco_warp", "isaaclab"):
+        section = r.get(name) or {}
+        for row in section.get("throughput", []):
+            raw = row.get("raw_steps_per_s")
+            raw_cells = ("| |" if raw is None else
+                         f"| {raw:,.0f} | {row['ratio_to_raw']:.2f} |")
+            lines.append(
+                f"| {name} | {row['task']} | {row['num_envs']:,} | "
+                f"{row['env_steps_per_s']:,.0f} {raw_cells} "
+                f"{row['c_mujoco_env_steps_per_s']:,} | {row['ratio_to_c_mujoco']:.3f} | "
+                f"{row['startup_s']:.1f} |")
+        if section.get("skipped"):
+            lines.append(f"| {name} | not measured: {section['skipped']} | | | | | | | |")
+    cold = (r.get("mujoco_warp") or {}).get("cold_start_s")
+    lines += ["", "| parity with C MuJoCo (same seeded actions, 4 envs) | action scale | steps "
+              "| max abs qpos difference |", "| --- | ---: | ---: | ---: |"]
+    for row in r.get("parity", []):
+        lines.append(f"| {row['backend']} {row['task']} | {row['action_scale']} | "
+                     f"{row['steps']} | {row['max_abs_qpos_diff']:.1e} |")
+    lines += ["", (f"MuJoCo Warp start-up with an empty kernel cache: {cold:.0f} s. " if cold
+                   else "") + f"Load average at start {r['load_average_at_start']:.1f}. "
+              f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
+              f"`{r['command']}`)"]
+    return "\n".join(lines)
+
+
 TABLES = {"sim_throughput": sim_throughput, "ppo": ppo, "reward_model": reward_model,
-          "reward_rl": reward_rl, "ros_loop": ros_loop, "vlm_reward": vlm_reward}
+          "reward_rl": reward_rl, "ros_loop": ros_loop, "vlm_reward": vlm_reward,
+          "gpu_backends": gpu_backends}
 
 
 TITLES = {
@@ -229,6 +260,7 @@ TITLES = {
     "ros_loop": "ROS 2 bridge in closed loop (`python bench/ros_loop.py`)",
     "vlm_reward": "VLM rewards and the Bradley-Terry preference model "
                   "(`python bench/vlm_reward.py`)",
+    "gpu_backends": "GPU backends on this CPU (`python bench/gpu_backends.py`)",
 }
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
