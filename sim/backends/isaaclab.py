@@ -22,7 +22,6 @@ import dataclasses
 import os
 import socket
 import subprocess
-import sys
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -237,7 +236,6 @@ def isaaclab_throughput(task: str, num_envs: int, steps: int, seed: int = 0) -> 
         return {"backend": "isaaclab", "task": task, "num_envs": num_envs,
                 "steps": steps - 1, "env_steps_per_s": num_envs * (steps - 1) / elapsed,
                 "startup_s": env.startup_s, "engine_startup_s": env.engine_startup_s,
-                "device": env.worker_device, "versions": env.versions,
-                "python": sys.version.split()[0]}
+                "device": env.worker_device, "versions": env.versions}
     finally:
         env.close()
