@@ -48,14 +48,15 @@ DATASET_ERROR = "embodied.datasets:DatasetError"
 BACKEND_ERROR = "sim:BackendUnavailable"
 
 COMMANDS: dict[str, tuple[Callable, str]] = {
-    "demo": (_command("embodied.demo:run_demo"),
+    "demo": (_command("embodied.demo:run_demo", BACKEND_ERROR),
              "record scripted-expert rollouts of a task to an MP4 (all camera views)"),
     "train": (_command("embodied.train:run_train", CHECKPOINT_ERROR, FileNotFoundError,
                        BACKEND_ERROR),
               "train a policy with PPO (resumable run folder: metrics, checkpoints, eval video)"),
     "export": (_command("embodied.export:run_export", CHECKPOINT_ERROR, EXPORT_ERROR),
                "export a run's policy to TorchScript/ONNX with its robot metadata"),
-    "eval": (_command("embodied.evaluate_cli:run_evaluation", CHECKPOINT_ERROR, EXPORT_ERROR),
+    "eval": (_command("embodied.evaluate_cli:run_evaluation", CHECKPOINT_ERROR, EXPORT_ERROR,
+                      BACKEND_ERROR),
              "evaluate a run's checkpoint or an exported policy (success, return, video)"),
     "reward train": (_command("embodied.reward.prm.run:run_reward_train", FileNotFoundError,
                               ValueError),

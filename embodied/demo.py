@@ -29,6 +29,16 @@ def env_kwargs(task_cfg: DictConfig) -> dict:
     return kwargs
 
 
+def sim_kwargs(cfg: DictConfig) -> dict:
+    """``make_env`` arguments of the command's ``sim`` group (backend, device, renderer)."""
+    sim = cfg.get("sim") or {"name": "mujoco"}
+    kwargs = {"backend": str(sim["name"])}
+    for key in ("device", "renderer"):
+        if sim.get(key) is not None:
+            kwargs[key] = str(sim[key])
+    return kwargs
+
+
 def run_demo(cfg: DictConfig) -> dict:
     """Roll out the expert on ``cfg.num_envs`` envs for one episode; write MP4, PNG, config."""
     if cfg.task.name not in expert_names():
@@ -36,7 +46,8 @@ def run_demo(cfg: DictConfig) -> dict:
                           f"choose task= one of {expert_names()}")
     run_dir = Path(cfg.run_dir)
     save_config(cfg, run_dir)
-    env = make_env(cfg.task.name, num_envs=cfg.num_envs, seed=cfg.seed, **env_kwargs(cfg.task))
+    env = make_env(cfg.task.name, num_envs=cfg.num_envs, seed=cfg.seed, **env_kwargs(cfg.task),
+                   **sim_kwargs(cfg))
     expert = make_expert(env, noise=cfg.noise, seed=cfg.seed)
     cameras = list(cfg.video.cameras or env.camera_names)
     frame_every = max(1, round(1.0 / (cfg.video.fps * env.state.control_dt)))

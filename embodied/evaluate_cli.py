@@ -65,7 +65,7 @@ def _task_config(cfg: DictConfig, run_cfg: DictConfig | None,
 
 def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
     """Evaluate per ``cfg`` (configs/eval.yaml); writes and returns the eval record."""
-    from embodied.demo import env_kwargs
+    from embodied.demo import env_kwargs, sim_kwargs
     from sim import make_env
 
     torch.set_num_threads(int(cfg.torch_threads))
@@ -115,7 +115,7 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
     num_envs = int(cfg.num_envs) if cfg.get("num_envs") else min(episodes, 64)
     extra = {} if cfg.get("physics_threads") is None else {"nthread": int(cfg.physics_threads)}
     env = make_env(task["name"], num_envs=num_envs, seed=seed,
-                   **env_kwargs(OmegaConf.create(task)), **extra)
+                   **env_kwargs(OmegaConf.create(task)), **sim_kwargs(cfg), **extra)
     try:
         if meta is not None:
             check_against_env(meta, env)
@@ -148,6 +148,7 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
     record = {
         "task": task["name"],
         "robot": env.robot.name,
+        "sim": sim_kwargs(cfg)["backend"],
         "run_dir": str(run_dir) if run_dir is not None else None,
         "policy": source,
         **result,
@@ -164,7 +165,8 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
     path.write_text(json.dumps(record, indent=2))
     record["json"] = str(path)
 
-    print(f"\n{record['task']} ({record['robot']}): {source['kind']} {source['path']}")
+    print(f"\n{record['task']} ({record['robot']}, sim={record['sim']}): {source['kind']} "
+          f"{source['path']}")
     print(f"  success rate        {record['success_rate']:.1%} of {record['episodes']} episodes "
           f"({'deterministic' if record['deterministic'] else 'stochastic'} policy, "
           f"{num_envs} envs, seed {seed})")

@@ -19,7 +19,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from embodied.config import ConfigError, save_config
-from embodied.demo import env_kwargs
+from embodied.demo import env_kwargs, sim_kwargs
 from embodied.locomotion_eval import is_legged, tracking_summary
 from embodied.plots import plot_learning_curve
 from embodied.reward.rl_wrapper import RewardEnv, wrap_reward
@@ -70,12 +70,8 @@ def max_iterations(cfg: DictConfig) -> int:
 def make_train_env(cfg: DictConfig, num_envs: int, seed: int):
     """The task's batched env on the ``sim`` backend with the task config's settings."""
     extra = {} if cfg.physics_threads is None else {"nthread": int(cfg.physics_threads)}
-    sim = cfg.get("sim") or {"name": "mujoco"}
-    for key in ("device", "renderer"):
-        if sim.get(key) is not None:
-            extra[key] = str(sim[key])
-    return make_env(cfg.task.name, num_envs=num_envs, seed=seed, backend=str(sim.name),
-                    **env_kwargs(cfg.task), **extra)
+    return make_env(cfg.task.name, num_envs=num_envs, seed=seed, **env_kwargs(cfg.task),
+                    **sim_kwargs(cfg), **extra)
 
 
 SB3_ALGOS = ("sb3_ppo", "sb3_sac")

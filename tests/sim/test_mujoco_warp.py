@@ -123,6 +123,11 @@ def test_train_command_selects_the_backend(tmp_path, capsys):
                  "progress=false", f"run_dir={run_dir}"]) == 0
     assert "PPO on mujoco_warp" in capsys.readouterr().out
     assert (run_dir / "checkpoints").is_dir()
+    # a policy carries over between backends: evaluate it on C MuJoCo and on Warp
+    for sim in ("mujoco", "mujoco_warp"):
+        assert main(["eval", f"run={run_dir}", f"sim={sim}", "sim.device=cpu" if sim != "mujoco"
+                     else "sim.device=null", "episodes=2", "video=false", "progress=false"]) == 0
+        assert f"sim={sim})" in capsys.readouterr().out
 
 
 def test_unknown_backend_from_the_command_line_is_a_clear_error(capsys):
