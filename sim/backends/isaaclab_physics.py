@@ -31,6 +31,7 @@ import mujoco
 import torch
 
 from sim.backends.isaaclab_kinematics import Kinematics
+from sim.math import quat_rotate, quat_rotate_inverse
 from sim.task import Task
 
 _FREE = int(mujoco.mjtJoint.mjJNT_FREE)
@@ -42,15 +43,22 @@ _CONES = {int(mujoco.mjtCone.mjCONE_PYRAMIDAL): "pyramidal",
           int(mujoco.mjtCone.mjCONE_ELLIPTIC): "elliptic"}
 
 
+def free_bodies(model: mujoco.MjModel) -> list[int]:
+    """Bodies with a free joint: loose objects (cubes), simulated as Isaac Lab rigid objects."""
+    return [int(model.jnt_bodyid[j]) for j in range(model.njnt)
+            if int(model.jnt_type[j]) == _FREE]
+
+
 def check_supported(model: mujoco.MjModel, task_name: str) -> None:
     """Raise NotImplementedError if ``model`` needs what this backend does not map yet."""
-    free = [model.joint(j).name or f"#{j}" for j in range(model.njnt)
-            if int(model.jnt_type[j]) in (_FREE, _BALL)]
-    if free:
+    ball = [model.joint(j).name for j in range(model.njnt) if int(model.jnt_type[j]) == _BALL]
+    floating = [model.body(b).name for b in free_bodies(model)
+                if int(model.body_parentid[b]) != 0 or (model.body_parentid == b).any()]
+    if ball or floating:
         raise NotImplementedError(
-            f"task '{task_name}': free/ball joints {free} (floating bodies) are not mapped "
-            "to Isaac Lab yet; supported: fixed-base robots with hinge/slide joints "
-            "(panda_reach). Use sim=mujoco for this task.")
+            f"task '{task_name}': ball joints {ball} / floating bases with links {floating} are "
+            "not mapped to Isaac Lab yet; supported: fixed-base robots with hinge/slide joints "
+            "and loose rigid objects. Use sim=mujoco for this task.")
     if model.nsensor:
         raise NotImplementedError(
             f"task '{task_name}': MuJoCo sensors ({model.nsensor}) have no Isaac Lab mapping "
@@ -154,7 +162,7 @@ class IsaacLabPhysics:
         t0 = time.perf_counter()
         import isaaclab.sim as sim_utils
         from isaaclab.actuators import ImplicitActuatorCfg
-        from isaaclab.assets import ArticulationCfg
+        from isaaclab.assets import ArticulationCfg, RigidObjectCfg
         from isaaclab.scene import InteractiveScene, InteractiveSceneCfg
         from isaaclab.sim import SimulationCfg, SimulationContext
         from isaaclab_newton.physics import MJWarpSolverCfg, NewtonCfg
@@ -176,13 +184,18 @@ class IsaacLabPhysics:
                                                       model.jnt_range[j, 0]),
                                                   model.jnt_range[j, 1]))
                    if model.jnt_limited[j] else float(model.qpos0[model.jnt_qposadr[j]])
-                   for j in range(model.njnt)}
+                   for j in range(model.njnt) if int(model.jnt_type[j]) != _FREE}
         robot = ArticulationCfg(prim_path="{ENV_REGEX_NS}/Scene",
                                 spawn=sim_utils.UsdFileCfg(usd_path=str(usd)),
                                 init_state=ArticulationCfg.InitialStateCfg(joint_pos=default),
                                 actuators=actuators)
         scene_cfg = InteractiveSceneCfg(num_envs=num_envs, env_spacing=2.0)
         scene_cfg.robot = robot
+        # Loose objects: rigid bodies of the same USD (spawned with the scene), one asset each.
+        self._objects = [(model.body(b).name, b) for b in free_bodies(model)]
+        for name, _ in self._objects:
+            setattr(scene_cfg, f"object_{name}", RigidObjectCfg(
+                prim_path=f"{{ENV_REGEX_NS}}/Scene/Geometry/{name}", spawn=None))
         physics = NewtonCfg(solver_cfg=MJWarpSolverCfg(**solver_settings(model)),
                             use_cuda_graph=self.device.type == "cuda")
         self.sim = SimulationContext(SimulationCfg(dt=float(model.opt.timestep), device=device,
@@ -190,11 +203,13 @@ class IsaacLabPhysics:
         self.scene = InteractiveScene(scene_cfg)
         self.sim.reset()
         self.robot = self.scene["robot"]
+        self._object_assets = [self.scene[f"object_{name}"] for name, _ in self._objects]
+        self._origins = self.scene.env_origins.to(self.device, torch.float64)
         self.startup_s = time.perf_counter() - t0
         # Isaac's joint order -> our qpos/qvel columns; actuator -> Isaac joint.
         names = list(self.robot.joint_names)
         missing = [model.joint(j).name for j in range(model.njnt)
-                   if model.joint(j).name not in names]
+                   if model.joint(j).name not in names and int(model.jnt_type[j]) != _FREE]
         if missing:
             raise RuntimeError(f"joints {missing} of the MJCF are not in the Isaac Lab "
                                f"articulation (it has {names})")
@@ -222,6 +237,20 @@ class IsaacLabPhysics:
         s.qpos[:, self._qpos_cols] = data.joint_pos.torch.to(torch.float64) + \
             self._qpos0[self._qpos_cols]
         s.qvel[:, self._dof_cols] = data.joint_vel.torch.to(torch.float64)
+        for (_, body), asset in zip(self._objects, self._object_assets, strict=True):
+            q, d = self._free_cols(body)
+            pose = asset.data.root_link_pose_w.torch.to(torch.float64)
+            vel = asset.data.root_link_vel_w.torch.to(torch.float64)
+            quat = pose[:, [6, 3, 4, 5]]  # Isaac Lab: (x, y, z, w); MuJoCo: (w, x, y, z)
+            s.qpos[:, q:q + 3] = pose[:, :3] - self._origins
+            s.qpos[:, q + 3:q + 7] = quat
+            s.qvel[:, d:d + 3] = vel[:, :3]
+            s.qvel[:, d + 3:d + 6] = quat_rotate_inverse(quat, vel[:, 3:])  # body frame
+
+    def _free_cols(self, body: int) -> tuple[int, int]:
+        """qpos and qvel addresses of the free joint of ``body``."""
+        j = int(self.model.body_jntadr[body])
+        return int(self.model.jnt_qposadr[j]), int(self.model.jnt_dofadr[j])
 
     def reset(self, ids: torch.Tensor) -> None:
         s = self.state
@@ -237,6 +266,15 @@ class IsaacLabPhysics:
         vel = s.qvel[ids][:, self._dof_cols].float()
         self.robot.write_joint_state_to_sim_index(position=pos.contiguous(),
                                                   velocity=vel.contiguous(), env_ids=ids)
+        for (_, body), asset in zip(self._objects, self._object_assets, strict=True):
+            q, d = self._free_cols(body)
+            quat = s.qpos[ids, q + 3:q + 7]
+            pose = torch.cat([s.qpos[ids, q:q + 3] + self._origins[ids], quat[:, [1, 2, 3, 0]]], 1)
+            vel = torch.cat([s.qvel[ids, d:d + 3], quat_rotate(quat, s.qvel[ids, d + 3:d + 6])], 1)
+            asset.write_root_link_pose_to_sim_index(root_pose=pose.float().contiguous(),
+                                                    env_ids=ids)
+            asset.write_root_link_velocity_to_sim_index(root_velocity=vel.float().contiguous(),
+                                                        env_ids=ids)
         s.update_kinematics()
 
     def step(self, nstep: int) -> None:
