@@ -138,11 +138,11 @@ class JointDeltaAction(JointPositionAction):
 ACTION_TYPES = ("joint_position", "joint_delta")
 
 
-def make_action_map(kind: str, robot: RobotSpec, num_envs: int,
-                    speed: float = 0.5) -> JointPositionAction:
+def make_action_map(kind: str, robot: RobotSpec, num_envs: int, speed: float = 0.5,
+                    device: torch.device | str = "cpu") -> JointPositionAction:
     """The action mapping ``kind`` (one of :data:`ACTION_TYPES`) for ``num_envs`` envs."""
     if kind == "joint_position":
-        return JointPositionAction(robot)
+        return JointPositionAction(robot, device)
     if kind == "joint_delta":
-        return JointDeltaAction(robot, num_envs, speed)
+        return JointDeltaAction(robot, num_envs, speed, device)
     raise ValueError(f"unknown action type '{kind}'; choose one of {ACTION_TYPES}")

@@ -96,7 +96,7 @@ class TaskEnv:
         self.instruction = task.instruction
         self.camera_names = tuple(task.cameras or self.robot.camera_names)
         self.action_map = make_action_map(cfg.action or task.action_type, self.robot,
-                                          cfg.num_envs, cfg.action_speed)
+                                          cfg.num_envs, cfg.action_speed, self.device)
         task.action_map = self.action_map  # the experts' IK speaks the env's action space
         self.action_dim = self.robot.action_dim
         self.control_dt = self.state.control_dt
