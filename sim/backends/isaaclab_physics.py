@@ -18,9 +18,13 @@ What comes from where:
   (:mod:`sim.backends.isaaclab_kinematics`). That keeps one source of truth
   (the joint state) and works right after a reset, before any physics step.
   Mocap bodies (visual markers) live on this side only.
+* Loose objects (bodies with a free joint, the cubes) are Isaac Lab rigid
+  objects of the same USD; their pose and velocity map to the free joint's
+  qpos (w, x, y, z quaternion; Isaac Lab's is x, y, z, w) and qvel (angular
+  velocity in the body frame).
 
-Not supported yet (clear errors): free-floating bodies (cubes, a floating
-base), sensors (the Go2's touch sensors), per-env parameter randomisation.
+Not supported yet (clear errors): floating-base robots and sensors (the Go2
+and its touch sensors), ball joints, per-env parameter randomisation.
 """
 
 from __future__ import annotations
