@@ -35,6 +35,7 @@ import mujoco
 import torch
 
 from sim.backends.isaaclab_kinematics import Kinematics
+from sim.backends.model_lookup import ModelLookup
 from sim.math import quat_rotate, quat_rotate_inverse
 from sim.task import Task
 
@@ -69,7 +70,7 @@ def check_supported(model: mujoco.MjModel, task_name: str) -> None:
             "yet. Use sim=mujoco for this task.")
 
 
-class IsaacLabState:
+class IsaacLabState(ModelLookup):
     """:class:`sim.protocol.SimState` in MuJoCo's layout, filled from Isaac Lab."""
 
     def __init__(self, model: mujoco.MjModel, num_envs: int, decimation: int,
@@ -96,33 +97,6 @@ class IsaacLabState:
         self.xquat.copy_(xquat)
         self.site_xpos.copy_(site_xpos)
         self.site_xmat.copy_(site_xmat)
-
-    def _id(self, kind: mujoco.mjtObj, name: str) -> int:
-        i = mujoco.mj_name2id(self.model, kind, name)
-        if i < 0:
-            raise KeyError(f"no {kind.name[6:].lower()} named '{name}' in the model")
-        return i
-
-    def body_id(self, name: str) -> int:
-        return self._id(mujoco.mjtObj.mjOBJ_BODY, name)
-
-    def site_id(self, name: str) -> int:
-        return self._id(mujoco.mjtObj.mjOBJ_SITE, name)
-
-    def sensor_slice(self, name: str) -> slice:
-        i = self._id(mujoco.mjtObj.mjOBJ_SENSOR, name)
-        adr = int(self.model.sensor_adr[i])
-        return slice(adr, adr + int(self.model.sensor_dim[i]))
-
-    def joint_qpos_slice(self, name: str) -> slice:
-        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
-        adr = int(self.model.jnt_qposadr[j])
-        return slice(adr, adr + {0: 7, 1: 4}.get(int(self.model.jnt_type[j]), 1))
-
-    def joint_dof_slice(self, name: str) -> slice:
-        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
-        adr = int(self.model.jnt_dofadr[j])
-        return slice(adr, adr + {0: 6, 1: 3}.get(int(self.model.jnt_type[j]), 1))
 
     def site_jacobian(self, site: int) -> torch.Tensor:
         return self.kinematics.jacobian(self.site_xpos[:, site],

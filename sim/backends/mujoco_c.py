@@ -12,6 +12,8 @@ import mujoco
 import numpy as np
 import torch
 
+from sim.backends.model_lookup import ModelLookup
+
 
 def _view(array: np.ndarray) -> torch.Tensor:
     """A torch view of a batch array (output arrays are read-only; torch only warns)."""
@@ -20,7 +22,7 @@ def _view(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array)
 
 
-class MujocoState:
+class MujocoState(ModelLookup):
     """:class:`sim.protocol.SimState` over a persistent ``mujoco.batch.Batch``."""
 
     def __init__(self, model: mujoco.MjModel, batch: mujoco.batch.Batch, decimation: int):
@@ -32,35 +34,6 @@ class MujocoState:
         for name in ("qpos", "qvel", "ctrl", "mocap_pos", "xpos", "xquat", "site_xpos",
                      "site_xmat", "sensordata", "time"):
             setattr(self, name, _view(batch.bind(name)))
-
-    def _id(self, kind: mujoco.mjtObj, name: str) -> int:
-        i = mujoco.mj_name2id(self.model, kind, name)
-        if i < 0:
-            raise KeyError(f"no {kind.name[6:].lower()} named '{name}' in the model")
-        return i
-
-    def body_id(self, name: str) -> int:
-        return self._id(mujoco.mjtObj.mjOBJ_BODY, name)
-
-    def site_id(self, name: str) -> int:
-        return self._id(mujoco.mjtObj.mjOBJ_SITE, name)
-
-    def sensor_slice(self, name: str) -> slice:
-        i = self._id(mujoco.mjtObj.mjOBJ_SENSOR, name)
-        adr = int(self.model.sensor_adr[i])
-        return slice(adr, adr + int(self.model.sensor_dim[i]))
-
-    def joint_qpos_slice(self, name: str) -> slice:
-        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
-        adr = int(self.model.jnt_qposadr[j])
-        width = {0: 7, 1: 4}.get(int(self.model.jnt_type[j]), 1)
-        return slice(adr, adr + width)
-
-    def joint_dof_slice(self, name: str) -> slice:
-        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
-        adr = int(self.model.jnt_dofadr[j])
-        width = {0: 6, 1: 3}.get(int(self.model.jnt_type[j]), 1)
-        return slice(adr, adr + width)
 
     def site_jacobian(self, site: int) -> torch.Tensor:
         body = int(self.model.site_bodyid[site])

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from sim.backends import BackendUnavailable
+from sim.backends.model_lookup import ModelLookup
 
 INSTALL_HINT = ("MuJoCo Warp is not installed: install the project's 'gpu' extra, "
                 "`pip install -e '.[gpu]'` (or `EMBODIED_EXTRAS=dev,vlm,ros,gpu "
@@ -50,7 +51,7 @@ def default_device() -> str:
     return "cuda:0" if torch.cuda.is_available() else "cpu"
 
 
-class WarpState:
+class WarpState(ModelLookup):
     """:class:`sim.protocol.SimState` over ``mujoco_warp`` Model/Data arrays (float32)."""
 
     def __init__(self, model: mujoco.MjModel, wm, wd, decimation: int, device: str):
@@ -73,33 +74,6 @@ class WarpState:
             setattr(self, name, array.to(torch.float64))
         self._jacp = wp.zeros((self.num_envs, 3, model.nv), dtype=float, device=device)
         self._jac_body = wp.zeros(self.num_envs, dtype=int, device=device)
-
-    def _id(self, kind: mujoco.mjtObj, name: str) -> int:
-        i = mujoco.mj_name2id(self.model, kind, name)
-        if i < 0:
-            raise KeyError(f"no {kind.name[6:].lower()} named '{name}' in the model")
-        return i
-
-    def body_id(self, name: str) -> int:
-        return self._id(mujoco.mjtObj.mjOBJ_BODY, name)
-
-    def site_id(self, name: str) -> int:
-        return self._id(mujoco.mjtObj.mjOBJ_SITE, name)
-
-    def sensor_slice(self, name: str) -> slice:
-        i = self._id(mujoco.mjtObj.mjOBJ_SENSOR, name)
-        adr = int(self.model.sensor_adr[i])
-        return slice(adr, adr + int(self.model.sensor_dim[i]))
-
-    def joint_qpos_slice(self, name: str) -> slice:
-        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
-        adr = int(self.model.jnt_qposadr[j])
-        return slice(adr, adr + {0: 7, 1: 4}.get(int(self.model.jnt_type[j]), 1))
-
-    def joint_dof_slice(self, name: str) -> slice:
-        j = self._id(mujoco.mjtObj.mjOBJ_JOINT, name)
-        adr = int(self.model.jnt_dofadr[j])
-        return slice(adr, adr + {0: 6, 1: 3}.get(int(self.model.jnt_type[j]), 1))
 
     def push(self) -> None:
         """Copy the fields tasks write (qpos, qvel, ctrl, mocap) into the engine."""
