@@ -148,7 +148,7 @@ def isaaclab_section(sizes: list[int], seconds: float) -> dict:
     except ImportError as e:
         return {"skipped": f"Isaac Lab backend not importable: {e}"}
     try:
-        rows = [isaaclab_throughput(TASK, n, seconds) for n in sizes]
+        rows = [isaaclab_throughput(TASK, n, seconds=seconds) for n in sizes]
     except RuntimeError as e:  # BackendUnavailable: the environment is not installed
         return {"skipped": str(e)}
     for row in rows:

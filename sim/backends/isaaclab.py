@@ -216,26 +216,53 @@ def make_isaaclab_env(task: str, num_envs: int = 16, **cfg: Any) -> IsaacLabEnv:
     return IsaacLabEnv(task, num_envs, **cfg)
 
 
-def isaaclab_throughput(task: str, num_envs: int, steps: int, seed: int = 0) -> dict[str, Any]:
-    """Env steps/s of ``task`` on Isaac Lab with random actions, and start-up times.
+def _random_steps_per_s(env, steps: int | None, seconds: float | None,
+                        gen: torch.Generator) -> float:
+    """Env steps/s of ``env`` under uniform random actions: ``steps`` timed steps, or as many
+    as fit in ``seconds`` (at least two), after one untimed step (lazy initialisation)."""
+    def act() -> torch.Tensor:
+        return 2 * torch.rand(env.num_envs, env.action_dim, generator=gen) - 1
 
-    ``startup_s``: from the call to a ready env (worker start, USD conversion or cache,
-    Warp kernel compile or cache, scene build); ``engine_startup_s``: the Isaac Lab part
-    of it. The first of ``steps`` is not timed (lazy initialisation)."""
-    if steps < 2:
-        raise ValueError("isaaclab_throughput needs steps >= 2")
+    env.step(act())
+    done, t0 = 0, time.perf_counter()
+    while True:
+        env.step(act())
+        done += 1
+        elapsed = time.perf_counter() - t0
+        if (steps is not None and done >= steps) or \
+                (steps is None and done >= 2 and elapsed >= seconds):
+            return env.num_envs * done / elapsed
+
+
+def isaaclab_throughput(task: str, num_envs: int, steps: int | None = None,
+                        seconds: float | None = None, seed: int = 0,
+                        reference: bool = True) -> dict[str, Any]:
+    """Env steps/s of ``task`` on Isaac Lab with random actions, start-up times and, if
+    ``reference``, C MuJoCo (the default backend) on the same task and envs in the same call.
+
+    Times ``steps`` env steps, or as many as fit in ``seconds``. ``startup_s``: from the
+    call to a ready env (worker start, USD conversion or cache, Warp kernel compile or
+    cache, scene build); ``engine_startup_s``: the Isaac Lab part of it."""
+    if (steps is None) == (seconds is None) or (steps is not None and steps < 1):
+        raise ValueError("isaaclab_throughput needs steps >= 1 or seconds, not both")
     env = make_isaaclab_env(task, num_envs, seed=seed)
     try:
-        gen = torch.Generator().manual_seed(seed)
         env.reset(seed=seed)
-        env.step(2 * torch.rand(num_envs, env.action_dim, generator=gen) - 1)
-        t0 = time.perf_counter()
-        for _ in range(steps - 1):
-            env.step(2 * torch.rand(num_envs, env.action_dim, generator=gen) - 1)
-        elapsed = time.perf_counter() - t0
-        return {"backend": "isaaclab", "task": task, "num_envs": num_envs,
-                "steps": steps - 1, "env_steps_per_s": num_envs * (steps - 1) / elapsed,
-                "startup_s": env.startup_s, "engine_startup_s": env.engine_startup_s,
-                "device": env.worker_device, "versions": env.versions}
+        rate = _random_steps_per_s(env, steps, seconds, torch.Generator().manual_seed(seed))
+        row = {"backend": "isaaclab", "task": task, "num_envs": num_envs,
+               "env_steps_per_s": rate, "startup_s": env.startup_s,
+               "engine_startup_s": env.engine_startup_s, "device": env.worker_device,
+               "versions": env.versions}
     finally:
         env.close()
+    if reference:
+        from sim import make_env
+
+        ref = make_env(task, num_envs, seed=seed)
+        try:
+            ref.reset(seed=seed)
+            c_rate = _random_steps_per_s(ref, steps, seconds, torch.Generator().manual_seed(seed))
+        finally:
+            ref.close()
+        row.update(c_mujoco_env_steps_per_s=c_rate, ratio_to_c_mujoco=rate / c_rate)
+    return row
