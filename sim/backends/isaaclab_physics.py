@@ -208,7 +208,8 @@ class IsaacLabPhysics:
         self.reset(torch.arange(num_envs, device=dev))
         self.forward(torch.arange(num_envs, device=dev))
 
-    # Isaac Lab (Newton) keeps joint positions relative to the MJCF's reference pose.
+    # Newton's hinge/slide coordinate is zero in the MJCF's body pose, where MuJoCo's is
+    # qpos0 (the joint's ref; 0 in our robots): the two differ by qpos0.
     def _read_joint_state(self) -> None:
         data = self.robot.data
         s = self.state
