@@ -65,7 +65,7 @@ def _versions() -> dict[str, str]:
 def handle(env, cmd: str, kwargs: dict[str, Any]) -> Any:
     """Run one request on the env."""
     if cmd == "step":
-        obs, reward, terminated, truncated, info = env.step(kwargs["actions"])
+        obs, reward, terminated, truncated, info = env.step(kwargs["actions"].to(env.device))
         return obs, reward, terminated, truncated, info
     if cmd == "reset":
         return env.reset(seed=kwargs.get("seed"))
