@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from sim.task import RewardTerm, per_step
+from sim.task import ObsTerm, RewardTerm, per_step
 from sim.tasks.cube_task import CubeTask
 from sim.tasks.panda_base import TABLE_TOP
 from sim.tasks.panda_ik import nearest_yaw, wrapped_abs
@@ -18,8 +18,39 @@ CONTACT_DISTANCE = 0.01  # finger pad centre to cube surface
 REACHED_DISTANCE = 0.06  # tcp to cube centre: "at the cube"
 PUSH_STANDOFF = 0.015  # pushing pose: tcp this far behind the cube face opposite the goal
 PUSH_HEIGHT = 0.022  # pushing pose: tcp height above the table (the expert's)
-APPROACH_SLOPE = 1.5  # approach funnel: target height rises 1.5 cm per cm of planar distance
+PUSH_LEAD = 0.02  # the reward's target leads the pushing pose by this towards the goal
+BACK_FACE_MARGIN = 0.01  # the tcp counts as behind the cube up to this past its back face
+APPROACH_SLOPE = 1.5  # approach: target height rises 1.5 cm per cm the tcp is past that
 APPROACH_LIFT = 0.12  # ... up to 12 cm above the pushing height (clears the cube)
+RELEASE_RADIUS = 0.03  # cube centre this close to the goal centre: the reward lets go of the tcp
+
+
+def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Tensor,
+                cube_half: float) -> torch.Tensor:
+    """[B, 3] where the dense push reward pulls the tcp (world frame).
+
+    The pushing pose (behind the cube on the side away from the goal, at pushing
+    height) moved ``PUSH_LEAD`` towards the goal: 5 mm inside the cube's back face,
+    so the closed fingers cannot reach it and pressing towards it pushes the cube
+    (a target outside the cube is a place to hover). While the tcp is past the
+    cube's back face (beside it or on the goal side) the target is raised by
+    ``APPROACH_SLOPE`` x that overshoot, up to ``APPROACH_LIFT``: the tcp comes
+    round over the cube instead of sweeping through it, and the lift depends on
+    the tcp's position along the push direction only, so no point on top of the
+    cube scores like the pushing pose (a lift by the planar distance did). Once
+    the cube centre is within ``RELEASE_RADIUS`` of the goal the target is the
+    tcp itself: the shaping no longer steers the tcp and the policy can let go.
+    """
+    to_goal = goal_xy - cube_pos[:, :2]
+    direction = to_goal / to_goal.norm(dim=1, keepdim=True).clamp_min(1e-6)
+    target = torch.empty_like(cube_pos)
+    target[:, :2] = cube_pos[:, :2] - (cube_half + PUSH_STANDOFF - PUSH_LEAD) * direction
+    along = ((ee_pos[:, :2] - cube_pos[:, :2]) * direction).sum(1)
+    past = (along + cube_half + BACK_FACE_MARGIN).clamp_min(0.0)
+    target[:, 2] = TABLE_TOP + PUSH_HEIGHT + (APPROACH_SLOPE * past).clamp_max(APPROACH_LIFT)
+    # Cube at the goal: no target (the push direction is ill-conditioned there, and a
+    # target swinging round the cube would knock it out again).
+    return torch.where((to_goal.norm(dim=1) < RELEASE_RADIUS)[:, None], ee_pos, target)
 
 
 class PandaPush(CubeTask):
@@ -40,21 +71,22 @@ class PandaPush(CubeTask):
 
     (``d0`` is the tcp-to-cube distance at reset.)
 
-    Reward: the dense "oracle" terms ``push_approach`` and ``push_pose`` (tcp to
-    the pushing pose: behind the cube on the side away from the goal, at pushing
-    height, approached down a funnel -- the target is raised by 1.5x the planar
-    distance, up to 12 cm, so the tcp comes from above instead of sweeping
-    through the cube; linear for a gradient from the start pose ~0.5 m away,
-    where a tanh kernel is flat, and a tanh kernel for precision),
-    ``cube_to_goal`` and ``action_rate``, plus the sparse ``success`` term
-    (weight 10); a sparse reward mode keeps only ``success``.
-    The original ``reach`` term (``1 - tanh(d_tcp_cube / 0.1)``, weight 1) gave
-    PPO no signal (no success in 350k steps): the tcp starts ~0.5 m from the
-    cube, where its kernel is flat, and nothing said which side to push from;
-    it also pulls the tcp onto the cube, against the pushing pose. With these
-    terms PPO (configs/algo/ppo/panda_push.yaml) still plateaus at 5-8 %
-    success by 5M steps: the tcp hovers 3-5 cm from the pushing pose and
-    rarely pushes.
+    Observation: the cube terms of :class:`CubeTask` plus ``push_target_rel``,
+    the reward's :func:`push_target` relative to the tcp (as panda_reach observes
+    its target): the policy need not derive the push direction from the cube and
+    goal positions itself.
+
+    Reward: the dense "oracle" terms ``push_approach`` (linear, a gradient from
+    the start pose ~0.5 m away where a tanh kernel is flat) and ``push_pose``
+    (tanh kernel) towards :func:`push_target`, ``cube_to_goal``, ``gripper_open``
+    (a penalty: the closed fingers are the pusher) and ``action_rate``, plus the
+    sparse ``success`` term (weight 10); a sparse reward mode keeps only
+    ``success``. Earlier designs and why they failed (PPO, 2.5-5M env steps):
+    a ``reach`` term to the cube centre gave no signal (flat kernel far away, no
+    side to push from); a tcp-to-pushing-pose kernel plateaued at 5-8 %: the tcp
+    hovers near the pose and rarely pushes, since any contact moves the pose
+    away and costs more reward than the cube's progress pays; a flat pushing
+    region behind the cube, 0 %: the policy parks in it.
     """
 
     name = "panda_push"
@@ -62,40 +94,33 @@ class PandaPush(CubeTask):
     episode_length_s = 5.0
     goal_radius = SUCCESS_RADIUS
 
+    def observation_terms(self) -> list[ObsTerm]:
+        """Arm and cube terms, then the reward's push target relative to the tcp."""
+        return [*super().observation_terms(),
+                ObsTerm("push_target_rel", lambda: self.push_target - self.ee_pos, noise=0.005)]
+
     def reward_terms(self) -> list[RewardTerm]:
-        """Dense shaping (push pose, cube_to_goal, action_rate) and the sparse success term."""
+        """Dense shaping towards the push target, cube_to_goal, penalties, sparse success."""
         return [
             RewardTerm("push_approach", lambda: -self.ee_push_dist, 1.0),
             RewardTerm("push_pose", lambda: 1.0 - torch.tanh(self.ee_push_dist / 0.05), 2.0),
-            RewardTerm("cube_to_goal", lambda: 1.0 - torch.tanh(self.cube_goal_dist / 0.1), 2.0),
+            RewardTerm("cube_to_goal", lambda: 1.0 - torch.tanh(self.cube_goal_dist / 0.1), 4.0),
+            RewardTerm("gripper_open", lambda: self.gripper_opening[:, 0], -1.0),
             RewardTerm("action_rate", self.action_rate, -0.01),
             RewardTerm("success", lambda: self.success().to(torch.float64), 10.0),
         ]
 
     @property
     @per_step
-    def push_pose(self) -> torch.Tensor:
-        """[B, 3] where the tcp should be to push: behind the cube, away from the goal."""
-        to_goal = self.goal[:, :2] - self.cube_pos[:, :2]
-        direction = to_goal / to_goal.norm(dim=1, keepdim=True).clamp_min(1e-6)
-        pose = torch.empty_like(self.cube_pos)
-        pose[:, :2] = self.cube_pos[:, :2] - (self.cube_half + PUSH_STANDOFF) * direction
-        pose[:, 2] = TABLE_TOP + PUSH_HEIGHT
-        return pose
+    def push_target(self) -> torch.Tensor:
+        """[B, 3] the dense reward's tcp target (:func:`push_target`)."""
+        return push_target(self.ee_pos, self.cube_pos, self.goal[:, :2], self.cube_half)
 
     @property
     @per_step
     def ee_push_dist(self) -> torch.Tensor:
-        """[B] distance of the tcp to the pushing pose, approached down a funnel.
-
-        The target is the pushing pose raised by ``APPROACH_SLOPE`` x the planar
-        tcp distance (at most ``APPROACH_LIFT``): it is the pose itself once the
-        tcp is above it, and above the cube while the tcp is on the wrong side.
-        """
-        target = self.push_pose.clone()
-        planar = (target[:, :2] - self.ee_pos[:, :2]).norm(dim=1)
-        target[:, 2] += (APPROACH_SLOPE * planar).clamp_max(APPROACH_LIFT)
-        return (target - self.ee_pos).norm(dim=1)
+        """[B] distance of the tcp to :attr:`push_target`."""
+        return (self.push_target - self.ee_pos).norm(dim=1)
 
     @per_step
     def success(self) -> torch.Tensor:

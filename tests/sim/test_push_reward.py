@@ -1,0 +1,105 @@
+"""panda_push's dense reward: the push target, and returns ordered by what a policy does.
+
+The return test is the reward's contract with PPO: pushing the cube to the goal
+must pay more than waiting at the pushing pose, which must pay more than
+hovering above it (the local optimum earlier reward designs fell into).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sim import make_env
+from sim.tasks.panda_base import TABLE_TOP
+from sim.tasks.panda_push import PUSH_HEIGHT, PushExpert, push_target
+
+HALF = 0.025
+
+
+def _target(ee_xyz, cube_xy=(0.5, 0.0), goal_xy=(0.65, 0.0)) -> torch.Tensor:
+    f64 = dict(dtype=torch.float64)
+    cube = torch.tensor([[*cube_xy, TABLE_TOP + HALF]], **f64)
+    return push_target(torch.tensor([ee_xyz], **f64), cube, torch.tensor([goal_xy], **f64),
+                       HALF)[0]
+
+
+def test_push_target_leads_into_the_cube_behind_it():
+    """Behind the cube at pushing height: the target is at pushing height, ahead of the
+    tcp along the push direction and inside the cube's footprint (unreachable: pressing
+    towards it pushes)."""
+    ee = (0.5 - HALF - 0.012, 0.0, TABLE_TOP + PUSH_HEIGHT)  # fingers at the back face
+    target = _target(ee)
+    assert target[2].item() == pytest.approx(TABLE_TOP + PUSH_HEIGHT)
+    assert target[0].item() > ee[0]
+    assert abs(target[0].item() - 0.5) < HALF and target[1].item() == pytest.approx(0.0)
+    # The push direction follows the goal: a goal at -y puts the target on the +y side.
+    side = _target((0.5, 0.1, 0.1), goal_xy=(0.5, -0.15))
+    assert side[1].item() > 0.0 and abs(side[1].item()) < HALF
+
+
+@pytest.mark.parametrize("ee", [(0.55, 0.0, 0.01), (0.5, 0.06, 0.01), (0.5, 0.0, 0.06)])
+def test_push_target_rises_over_the_cube_from_the_wrong_side(ee):
+    """On the goal side, beside or on top of the cube the target is above the cube top,
+    so the way to the pushing pose goes over the cube and no hover pose scores like it."""
+    assert _target(ee)[2].item() > TABLE_TOP + 2 * HALF
+
+
+class WaitAtPushingPose(PushExpert):
+    """The expert that never pushes: it holds the pre-push pose at pushing height."""
+
+    def act(self) -> torch.Tensor:
+        self.phase[self.phase == self.PUSH] = self.DESCEND
+        return super().act()
+
+
+class HoverAbove(PushExpert):
+    """The expert that never descends: it hovers 10 cm above the pre-push point."""
+
+    def act(self) -> torch.Tensor:
+        self.phase[self.phase == self.DESCEND] = self.ABOVE
+        return super().act()
+
+
+def _episode_return(env, expert_class) -> torch.Tensor:
+    env.reset(seed=0)
+    expert = expert_class(env.task, noise=0.0)
+    total = torch.zeros(env.num_envs, dtype=torch.float64)
+    for _ in range(env.max_episode_steps - 1):  # stop before the auto-reset
+        _, reward, terminated, _, _ = env.step(expert())
+        assert not terminated.any()
+        total += reward
+    return total
+
+
+def test_pushing_pays_more_than_waiting_which_pays_more_than_hovering():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    env = make_env("panda_push", num_envs=6, seed=0)
+    try:
+        push = _episode_return(env, PushExpert)
+        wait = _episode_return(env, WaitAtPushingPose)
+        hover = _episode_return(env, HoverAbove)
+    finally:
+        env.close()
+        torch.set_num_threads(threads)
+    assert (push > wait).all(), (push, wait)
+    assert (wait > hover).all(), (wait, hover)
+    assert push.mean() > 2.0 * wait.mean()
+
+
+def test_observation_ends_with_the_push_target_relative_to_the_tcp():
+    env = make_env("panda_push", num_envs=2, seed=0, obs_noise=False)
+    try:
+        obs = env.observe(noise=False)
+        task = env.task
+        expected = (task.push_target - task.ee_pos).to(obs.dtype)
+        assert torch.allclose(obs[:, -3:], expected, atol=1e-6)
+    finally:
+        env.close()
+
+
+def test_push_target_lets_go_once_the_cube_is_at_the_goal():
+    ee = (0.4, 0.1, 0.2)
+    assert torch.equal(_target(ee, cube_xy=(0.5, 0.0), goal_xy=(0.51, 0.01)),
+                       torch.tensor(ee, dtype=torch.float64))
