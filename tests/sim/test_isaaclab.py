@@ -90,6 +90,7 @@ def test_panda_reach_matches_c_mujoco():
     finally:
         ref.close()
         isaac.close()
+    assert isaac._proc.poll() is not None  # the worker process has exited
     with pytest.raises(isaaclab_backend.IsaacLabWorkerError, match="closed"):
         isaac.step(actions[0])
 
