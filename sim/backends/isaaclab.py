@@ -187,13 +187,17 @@ class IsaacLabEnv:
         return self.call("state", names=list(names))
 
     def close(self) -> None:
-        """Stop the worker (politely, then by force)."""
+        """Stop the worker (politely, then by force); its log is removed after a clean exit."""
         if getattr(self, "_closed", True):
             return
+        clean = False
         with contextlib.suppress(IsaacLabWorkerError):
             self.call("close", timeout=60.0)
+            clean = True
         self._closed = True
         self._kill()
+        if clean and self._proc.returncode == 0:
+            self.log_path.unlink(missing_ok=True)
 
     def _kill(self) -> None:
         self._closed = True
