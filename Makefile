@@ -11,8 +11,10 @@ demo:
 	@scripts/bootstrap.sh
 	@.venv/bin/embodied demo
 
+# Also sets up .venv-isaaclab (sim=isaaclab, Python 3.12): without it the Isaac Lab tests skip.
 test:
 	@scripts/bootstrap.sh
+	@scripts/isaaclab_env.sh || echo "[test] no Isaac Lab environment (see above): its tests skip"
 	@.venv/bin/python -m ruff check .
 	@MUJOCO_GL=$${MUJOCO_GL:-egl} .venv/bin/python -m pytest -q
 
