@@ -117,15 +117,18 @@ def main() -> None:
     quick, only = args.quick, args.only or SECTIONS
     sizes = [16, 64] if quick else [16, 64, 256, 1024, 4096]
     seconds = 0.5 if quick else 3.0
-    figures: dict = {"load_average_at_start": os.getloadavg()[0]}
+    figures: dict = {}
     if "mujoco_warp" in only:
+        load = os.getloadavg()[0]
         rows = [throughput_row("mujoco_warp", TASK, n, seconds) for n in sizes]
         if not quick:
             rows.append(throughput_row("mujoco_warp", "go2_walk", 1024, seconds))
         figures["mujoco_warp"] = {"device": "cpu", "throughput": rows,
-                                  "cold_start_s": None if quick else cold_start_seconds(TASK)}
+                                  "cold_start_s": None if quick else cold_start_seconds(TASK),
+                                  **_provenance(load)}
     if "isaaclab" in only:
-        figures["isaaclab"] = isaaclab_section(sizes, seconds)
+        load = os.getloadavg()[0]
+        figures["isaaclab"] = isaaclab_section(sizes, seconds) | _provenance(load)
     if "parity" in only:
         steps = 10 if quick else 50
         figures["parity"] = [parity("mujoco_warp", task, steps, scale)
@@ -139,6 +142,11 @@ def main() -> None:
     if args.only:
         figures = merge_sections("gpu_backends", quick, figures, args.only)
     write_result("gpu_backends", quick, figures)
+
+
+def _provenance(load: float) -> dict:
+    """When a section ran and how busy the machine was (sections are rerun with --only)."""
+    return {"load_average_at_start": round(load, 2), "date": time.strftime("%Y-%m-%d %H:%M")}
 
 
 def isaaclab_section(sizes: list[int], seconds: float) -> dict:

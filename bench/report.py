@@ -91,10 +91,12 @@ def reward_model(r: dict) -> str:
                            ("96x96, scoring path, 1 thread", "score_96_one_thread"),
                            ("96x96, plain `predict` (before), 2 threads", "predict_96"),
                            ("64x64, scoring path, 2 threads", "score_64"),
+                           ("64x64, scoring path, 1 thread", "score_64_one_thread"),
                            ("64x64, plain `predict` (before), 2 threads", "predict_64"),
                            ("rendering the same views (16 envs), 96x96", "render_96"),
                            ("rendering the same views (16 envs), 64x64", "render_64")):
-            lines.append(f"| {label} | {_rate(t[key])} | {t[key]['cpu_s_per_call']:.3f} |")
+            if key in t:
+                lines.append(f"| {label} | {_rate(t[key])} | {t[key]['cpu_s_per_call']:.3f} |")
         lines += ["", f"Scoring path over plain `predict`: {t['fast_over_predict_96']:.2f}x "
                   f"at 96x96, {t['fast_over_predict_64']:.2f}x at 64x64; scoring over "
                   f"rendering: {t['score_over_render_96']:.0f}x (96x96). Load average "
@@ -224,12 +226,12 @@ def gpu_backends(r: dict) -> str:
         section = r.get(name) or {}
         for row in section.get("throughput", []):
             raw = row.get("raw_steps_per_s")
-            raw_cells = ("| |" if raw is None else
+            raw_cells = ("| | |" if raw is None else
                          f"| {raw:,.0f} | {row['ratio_to_raw']:.2f} |")
             lines.append(
                 f"| {name} | {row['task']} | {row['num_envs']:,} | "
                 f"{row['env_steps_per_s']:,.0f} {raw_cells} "
-                f"{row['c_mujoco_env_steps_per_s']:,} | {row['ratio_to_c_mujoco']:.3f} | "
+                f"{row['c_mujoco_env_steps_per_s']:,.0f} | {row['ratio_to_c_mujoco']:.3f} | "
                 f"{row['startup_s']:.1f} |")
         if section.get("skipped"):
             lines.append(f"| {name} | not measured: {section['skipped']} | | | | | | | |")
@@ -239,10 +241,13 @@ def gpu_backends(r: dict) -> str:
     for row in r.get("parity", []):
         lines.append(f"| {row['backend']} {row['task']} | {row['action_scale']} | "
                      f"{row['steps']} | {row['max_abs_qpos_diff']:.1e} |")
+    loads = "; ".join(f"{name} {r[name]['load_average_at_start']:.1f} ({r[name]['date']})"
+                      for name in ("mujoco_warp", "isaaclab")
+                      if "load_average_at_start" in (r.get(name) or {}))
     lines += ["", (f"MuJoCo Warp start-up with an empty kernel cache: {cold:.0f} s. " if cold
-                   else "") + f"Load average at start {r['load_average_at_start']:.1f}. "
-              f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
-              f"`{r['command']}`)"]
+                   else "") + f"Load average at the start of each section: {loads}. "
+              f"({r['machine']['cores']} cores, {r['machine']['cpu']}; sections run with "
+              "`python bench/gpu_backends.py --only SECTION`)"]
     return "\n".join(lines)
 
 
