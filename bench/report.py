@@ -90,15 +90,22 @@ def reward_model(r: dict) -> str:
         for label, key in (("96x96, scoring path, 2 threads", "score_96"),
                            ("96x96, scoring path, 1 thread", "score_96_one_thread"),
                            ("96x96, plain `predict` (before), 2 threads", "predict_96"),
+                           ("96x96, plain `predict` (before), 1 thread",
+                            "predict_96_one_thread"),
                            ("64x64, scoring path, 2 threads", "score_64"),
                            ("64x64, scoring path, 1 thread", "score_64_one_thread"),
                            ("64x64, plain `predict` (before), 2 threads", "predict_64"),
+                           ("64x64, plain `predict` (before), 1 thread",
+                            "predict_64_one_thread"),
                            ("rendering the same views (16 envs), 96x96", "render_96"),
                            ("rendering the same views (16 envs), 64x64", "render_64")):
             if key in t:
                 lines.append(f"| {label} | {_rate(t[key])} | {t[key]['cpu_s_per_call']:.3f} |")
+        one = ("" if "fast_over_predict_96_one_thread" not in t else
+               f" (one thread: {t['fast_over_predict_96_one_thread']:.2f}x and "
+               f"{t['fast_over_predict_64_one_thread']:.2f}x)")
         lines += ["", f"Scoring path over plain `predict`: {t['fast_over_predict_96']:.2f}x "
-                  f"at 96x96, {t['fast_over_predict_64']:.2f}x at 64x64; scoring over "
+                  f"at 96x96, {t['fast_over_predict_64']:.2f}x at 64x64{one}; scoring over "
                   f"rendering: {t['score_over_render_96']:.0f}x (96x96). Load average "
                   f"(1 min) before/after: {t['load_avg_1min_before']:.1f}/"
                   f"{t['load_avg_1min_after']:.1f}."]

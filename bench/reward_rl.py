@@ -17,7 +17,7 @@ than 2x the env steps of the oracle. The PPO settings are the task's shipped one
 (configs/algo/ppo/<task>.yaml); a rerun with ``--task panda_push`` replaces only that
 task's section of the result file.
 
-Run: ``python bench/reward_rl.py`` (full: about an hour on 2 busy cores) or ``--quick``.
+Run: ``python bench/reward_rl.py`` (full: about 25 minutes on 2 shared cores) or ``--quick``.
 """
 
 from __future__ import annotations
