@@ -229,6 +229,8 @@ def main() -> None:
         figures["throughput"] = throughput(ckpt, quick)
     if "ppo_speed" in only:
         figures["ppo_speed"] = ppo_speed(speed_task, ckpt, quick)
+    for section in figures.values():  # merged files keep each section's own date
+        section["date"] = time.strftime("%Y-%m-%d %H:%M:%S")
     figures["wall_seconds"] = round(time.perf_counter() - start, 1)
     if args.only:
         figures = merge_sections("reward_model", quick, figures, [*args.only, "wall_seconds"])
