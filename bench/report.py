@@ -134,11 +134,15 @@ def reward_rl(r: dict) -> str:
     for task, rl in r.items():
         if not (isinstance(rl, dict) and "arms" in rl):
             continue
-        lines += [f"| {task}, PPO, {rl['budget_env_steps']:,} env steps | deterministic eval "
-                  "success | final training success | env steps to 80% (training) | "
+        seeds = rl.get("seeds", 1)
+        over = f", mean of {seeds} seeds" if seeds > 1 else ""
+        lines += [f"| {task}, PPO, {rl['budget_env_steps']:,} env steps{over} | deterministic "
+                  "eval success | final training success | env steps to 80% (training) | "
                   "collection steps/s (vs sparse) |", "| --- | ---: | ---: | ---: | ---: |"]
         for name, a in rl["arms"].items():
             ev = "-" if a["eval_success"] is None else f"{a['eval_success']:.0%}"
+            if seeds > 1 and a["eval_success"] is not None:
+                ev += " (" + ", ".join(f"{e:.0%}" for e in a["eval_success_per_seed"]) + ")"
             lines.append(f"| {name} | {ev} | {a['final_train_success']:.0%} | "
                          f"{_fmt(a['env_steps_to_80'])} | {a['collection_fps']:,.0f} "
                          f"({rl['collection_fps_ratio_vs_sparse'][name]:.2f}) |")

@@ -147,18 +147,26 @@ def throughput(ckpt: Path, quick: bool) -> dict:
 
 
 def ppo_run(task: str, name: str, overrides: list[str], budget: int, prm: Path | None,
-            root: Path, extra: list[str] = ()) -> dict:
-    """One ``embodied train`` run (seed 0); its success curve and summary figures."""
+            root: Path, extra: list[str] = (), seed: int = 0, reuse: bool = False) -> dict:
+    """One ``embodied train`` run; its success curve and summary figures.
+
+    ``reuse``: a finished run of at least ``budget`` env steps already in the run folder is
+    read instead of trained again.
+    """
     from embodied.rl.logger import read_metrics
     from embodied.train import run_train
 
-    run_dir = root / task / name
-    args = [f"task={task}", *overrides, f"total_env_steps={budget}", "seed=0",
-            "save_interval=0", "progress=false", "eval.video_envs=0", f"run_dir={run_dir}",
-            *extra]
-    if "reward=prm" in overrides:
-        args.append(f"reward.checkpoint={prm}")
-    summary = run_train(load_config("train", args))
+    run_dir = root / task / (name if seed == 0 else f"{name}_seed{seed}")
+    done = run_dir / "summary.json"
+    if reuse and done.is_file() and json.loads(done.read_text())["env_steps"] >= budget:
+        summary = json.loads(done.read_text())
+    else:
+        args = [f"task={task}", *overrides, f"total_env_steps={budget}", f"seed={seed}",
+                "save_interval=0", "progress=false", "eval.video_envs=0",
+                f"run_dir={run_dir}", *extra]
+        if "reward=prm" in overrides:
+            args.append(f"reward.checkpoint={prm}")
+        summary = run_train(load_config("train", args))
     m = read_metrics(run_dir / "metrics.csv")
     steps, success = np.array(m["env_steps"]), np.nan_to_num(np.array(m["success_rate"]))
     reached = np.flatnonzero(success >= 0.8)
