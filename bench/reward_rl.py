@@ -61,7 +61,7 @@ def plot(task: str, arms: dict, budget: int, path: Path) -> None:
             f"; seeds {seeds})" if arm["seeds"] > 1 else ")")
         ax.plot(arm["env_steps"], arm["success_rate"], label=label)
     ax.set_xlabel("env steps")
-    ax.set_ylabel("training success rate (last 100+ episodes; mean over seeds)")
+    ax.set_ylabel("training success (mean over seeds)")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(f"{task}: PPO, same seeds and budget ({budget:,} env steps)")
     ax.legend(fontsize=8)
