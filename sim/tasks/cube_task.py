@@ -103,10 +103,11 @@ class CubeTask(PandaTask):
         self.cube = sim.body_id("cube")
         self.cube_qpos = sim.joint_qpos_slice("cube_joint")
         self.cube_dofs = sim.joint_dof_slice("cube_joint")
-        self.goal = torch.zeros(n, 3, dtype=torch.float64)
+        f64 = {"dtype": torch.float64, "device": sim.device}
+        self.goal = torch.zeros(n, 3, **f64)
         self.goal_mocap = 0  # the only mocap body of the scene
-        self.start_cube_goal = torch.ones(n, dtype=torch.float64)
-        self.start_ee_cube = torch.ones(n, dtype=torch.float64)
+        self.start_cube_goal = torch.ones(n, **f64)
+        self.start_ee_cube = torch.ones(n, **f64)
 
     # ------------------------------------------------------------ state
     @property
@@ -173,8 +174,8 @@ class CubeTask(PandaTask):
     def terminated(self) -> torch.Tensor:
         """The cube left the workspace (pushed or thrown off the table area)."""
         xy = self.cube_pos[:, :2]
-        low = torch.tensor(self.workspace_low, dtype=xy.dtype)
-        high = torch.tensor(self.workspace_high, dtype=xy.dtype)
+        low = torch.tensor(self.workspace_low, dtype=xy.dtype, device=xy.device)
+        high = torch.tensor(self.workspace_high, dtype=xy.dtype, device=xy.device)
         return ((xy < low) | (xy > high)).any(1)
 
     # ------------------------------------------------------------ reset
@@ -182,9 +183,9 @@ class CubeTask(PandaTask):
         """[n, 2] goals at ``goal_distance`` from ``cube_xy`` inside the goal box."""
         n = cube_xy.shape[0]
         goal = torch.empty_like(cube_xy)
-        todo = torch.ones(n, dtype=torch.bool)
-        low = torch.tensor(self.goal_low, dtype=goal.dtype)
-        high = torch.tensor(self.goal_high, dtype=goal.dtype)
+        todo = torch.ones(n, dtype=torch.bool, device=goal.device)
+        low = torch.tensor(self.goal_low, dtype=goal.dtype, device=goal.device)
+        high = torch.tensor(self.goal_high, dtype=goal.dtype, device=goal.device)
         for _ in range(100):
             m = int(todo.sum())
             angle = self.rand(m, [0.0], [2 * math.pi], gen)[:, 0]
@@ -206,13 +207,13 @@ class CubeTask(PandaTask):
         sim, n, h = self.sim, len(env_ids), self.cube_half
         xy = self.rand(n, self.cube_low, self.cube_high, gen)
         yaw = self.rand(n, [-math.pi / 4], [math.pi / 4], gen)[:, 0]
-        qpos = torch.cat([xy, torch.full((n, 1), TABLE_TOP + h, dtype=xy.dtype),
+        qpos = torch.cat([xy, torch.full((n, 1), TABLE_TOP + h, dtype=xy.dtype, device=xy.device),
                           yaw_quat(yaw)], dim=1)
         sim.qpos[env_ids, self.cube_qpos] = qpos
         sim.qvel[env_ids, self.cube_dofs] = 0.0
         goal = self.sample_goal(xy, gen)
-        self.goal[env_ids] = torch.cat([goal, torch.full((n, 1), TABLE_TOP,
-                                                         dtype=goal.dtype)], dim=1)
+        self.goal[env_ids] = torch.cat([goal, torch.full((n, 1), TABLE_TOP, dtype=goal.dtype,
+                                                         device=goal.device)], dim=1)
         sim.mocap_pos[env_ids, self.goal_mocap] = self.goal[env_ids]
 
     def after_reset(self, env_ids: torch.Tensor) -> None:

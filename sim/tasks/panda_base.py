@@ -68,7 +68,7 @@ class PandaTask(Task):
         # Every Panda joint i is a hinge about the z axis of body link<i> (see panda.xml).
         self.joint_bodies = torch.tensor(
             [sim.body_id(f"link{i + 1}") for i in range(len(self.robot.joints))])
-        self.episode_count = torch.zeros(sim.num_envs, dtype=torch.long)
+        self.episode_count = torch.zeros(sim.num_envs, dtype=torch.long, device=sim.device)
 
     @property
     def ee_pos(self) -> torch.Tensor:

@@ -59,8 +59,8 @@ class PandaPickPlace(CubeTask):
     def setup(self, sim) -> None:
         """Per-env stage latches."""
         super().setup(sim)
-        self.had_grasp = torch.zeros(sim.num_envs, dtype=torch.bool)
-        self.lifted = torch.zeros(sim.num_envs, dtype=torch.bool)
+        self.had_grasp = torch.zeros(sim.num_envs, dtype=torch.bool, device=sim.device)
+        self.lifted = torch.zeros(sim.num_envs, dtype=torch.bool, device=sim.device)
 
     @per_step
     def grasped(self) -> torch.Tensor:
@@ -140,7 +140,7 @@ class PickPlaceExpert(ScriptedExpert):
     def __init__(self, task: PandaPickPlace, noise: float = 0.0,
                  gen: torch.Generator | None = None):
         super().__init__(task, noise, gen)
-        self.yaw = torch.zeros(task.sim.num_envs, dtype=torch.float64)
+        self.yaw = torch.zeros(task.sim.num_envs, dtype=torch.float64, device=task.sim.device)
 
     def act(self) -> torch.Tensor:
         """Actions for the current phase of every env."""
@@ -157,7 +157,7 @@ class PickPlaceExpert(ScriptedExpert):
         place[:, 2] = TABLE_TOP + h + in_hand[:, 2] - 0.003
 
         target = ee.clone()
-        gripper = torch.ones(n, dtype=torch.float64)
+        gripper = torch.ones(n, dtype=torch.float64, device=self.task.sim.device)
         m = ph == self.ABOVE
         target[m] = cube[m]
         target[m, 2] = TABLE_TOP + 2 * h + self.hover

@@ -167,8 +167,9 @@ class PushExpert(ScriptedExpert):
 
     def __init__(self, task: PandaPush, noise: float = 0.0, gen: torch.Generator | None = None):
         super().__init__(task, noise, gen)
-        self.dir = torch.zeros(task.sim.num_envs, 2, dtype=torch.float64)
-        self.yaw = torch.zeros(task.sim.num_envs, dtype=torch.float64)
+        f64 = {"dtype": torch.float64, "device": task.sim.device}
+        self.dir = torch.zeros(task.sim.num_envs, 2, **f64)
+        self.yaw = torch.zeros(task.sim.num_envs, **f64)
 
     def act(self) -> torch.Tensor:
         """Actions for the current phase of every env (closed gripper)."""
@@ -189,7 +190,7 @@ class PushExpert(ScriptedExpert):
         remaining = (to_goal * d).sum(1)  # still to go along the push direction
         push_to = contact + remaining.clamp(0.0, self.lead)[:, None] * d
 
-        target = torch.empty(n, 3, dtype=torch.float64)
+        target = torch.empty(n, 3, dtype=torch.float64, device=pre.device)
         target[:, :2] = pre
         target[:, 2] = TABLE_TOP + self.hover
         desc = ph == self.DESCEND
@@ -222,4 +223,4 @@ class PushExpert(ScriptedExpert):
         low = (self.phase == self.ABOVE) & (ee[:, 2] < TABLE_TOP + 0.07) & (err > 0.03)
         target[low, :2] = ee[low, :2]
 
-        return self.ik(target, torch.zeros(n), yaw)
+        return self.ik(target, torch.zeros(n, device=target.device), yaw)

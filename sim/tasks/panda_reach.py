@@ -43,8 +43,8 @@ class PandaReach(PandaTask):
 
     def setup(self, sim) -> None:
         super().setup(sim)
-        self.target = torch.zeros(sim.num_envs, 3, dtype=torch.float64)
-        self.start_dist = torch.ones(sim.num_envs, dtype=torch.float64)
+        self.target = torch.zeros(sim.num_envs, 3, dtype=torch.float64, device=sim.device)
+        self.start_dist = torch.ones(sim.num_envs, dtype=torch.float64, device=sim.device)
         self.mocap = 0
 
     @property
@@ -92,4 +92,4 @@ class ReachExpert(ScriptedExpert):
     def act(self) -> torch.Tensor:
         """Actions moving the tcp towards the (perturbed) target, gripper open."""
         t = self.task
-        return self.ik(self.waypoint(t.target), torch.ones(t.sim.num_envs))
+        return self.ik(self.waypoint(t.target), torch.ones(t.sim.num_envs, device=t.sim.device))

@@ -36,9 +36,10 @@ class ScriptedExpert(ABC):
         self.gen = gen if gen is not None else torch.Generator().manual_seed(0)
         self.ik = DiffIK(task)
         n = task.sim.num_envs
-        self.phase = torch.zeros(n, dtype=torch.long)
-        self.timer = torch.zeros(n, dtype=torch.long)  # steps spent in the current phase
-        self.offset = torch.zeros(n, 3, dtype=torch.float64)  # waypoint perturbation
+        dev = task.sim.device
+        self.phase = torch.zeros(n, dtype=torch.long, device=dev)
+        self.timer = torch.zeros(n, dtype=torch.long, device=dev)  # steps in the current phase
+        self.offset = torch.zeros(n, 3, dtype=torch.float64, device=dev)  # waypoint perturbation
         self._seen = task.episode_count.clone()
 
     def reset_envs(self, ids: torch.Tensor) -> None:
@@ -76,10 +77,11 @@ class ScriptedExpert(ABC):
             redraw = torch.rand(n, generator=self.gen, dtype=torch.float64) < 0.03 * self.noise
             std = torch.tensor([1.0, 1.0, 0.5], dtype=torch.float64) * 0.06 * self.noise
             fresh = std * torch.randn(n, 3, generator=self.gen, dtype=torch.float64)
-            self.offset.copy_(torch.where(redraw[:, None], fresh, self.offset))
+            dev = self.offset.device
+            self.offset.copy_(torch.where(redraw[:, None].to(dev), fresh.to(dev), self.offset))
         a = self.act()
         self.timer += 1
         if self.noise > 0:
-            a = a + self.action_noise * self.noise * torch.randn(a.shape, generator=self.gen,
-                                                                 dtype=a.dtype)
+            a = a + self.action_noise * self.noise * torch.randn(
+                a.shape, generator=self.gen, dtype=a.dtype).to(a.device)
         return a.clamp(-1.0, 1.0)
