@@ -82,17 +82,9 @@ class FastScorer:
     def __call__(self, frames: torch.Tensor, instructions: list[str],
                  present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Progress [B] and success probability [B] (as ``MultiViewPRM.predict``)."""
-        net = self.net
         b, v = frames.shape[:2]
         feats = self.fc(self.conv(self.prepare(frames)).flatten(1))
-        feats = feats.view(b, v, -1) + net.view_embedding[:v]
-        if present is None:
-            fused = feats.mean(1)
-        else:
-            weight = present.to(feats.dtype).unsqueeze(-1)
-            fused = (feats * weight).sum(1) / weight.sum(1).clamp_min(1.0)
-        text = net.text(instructions)
-        out = net.head(torch.cat([fused, text, fused * text], dim=-1))
+        out = self.net.fuse(feats.view(b, v, -1), instructions, present)
         return expected_progress(out[:, :-1]), out[:, -1].sigmoid()
 
 

@@ -146,15 +146,22 @@ class MultiViewPRM(nn.Module):
                 present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``frames`` uint8 [B, V, H, W, 3] in ``cfg.cameras`` order; ``present`` bool [B, V]."""
         b, v = frames.shape[:2]
-        feats = self.encoder(self.prepare(frames)).view(b, v, -1) + self.view_embedding[:v]
+        out = self.fuse(self.encoder(self.prepare(frames)).view(b, v, -1), instructions, present)
+        return out[:, :-1], out[:, -1]
+
+    def fuse(self, feats: torch.Tensor, instructions: list[str],
+             present: torch.Tensor | None = None) -> torch.Tensor:
+        """Per-view features [B, V, F] -> head outputs [B, bins + 1] (progress logits, then
+        the success logit): views tagged and averaged (only the ``present`` ones), joined
+        with the instruction embedding."""
+        feats = feats + self.view_embedding[:feats.shape[1]]
         if present is None:
             fused = feats.mean(1)
         else:
             weight = present.to(feats.dtype).unsqueeze(-1)
             fused = (feats * weight).sum(1) / weight.sum(1).clamp_min(1.0)
         text = self.text(instructions)
-        out = self.head(torch.cat([fused, text, fused * text], dim=-1))
-        return out[:, :-1], out[:, -1]
+        return self.head(torch.cat([fused, text, fused * text], dim=-1))
 
     def predict(self, frames: torch.Tensor, instructions: list[str],
                 present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
