@@ -45,7 +45,7 @@ def _command(target: str, *errors: str | type[BaseException]) -> Callable[[DictC
 CHECKPOINT_ERROR = "embodied.rl:CheckpointError"
 EXPORT_ERROR = "embodied.export:ExportError"
 DATASET_ERROR = "embodied.datasets:DatasetError"
-BACKEND_ERROR = "sim:BackendUnavailable"
+BACKEND_ERROR = "sim:BackendError"  # engine not installed, or task not mapped to it
 
 COMMANDS: dict[str, tuple[Callable, str]] = {
     "demo": (_command("embodied.demo:run_demo", BACKEND_ERROR),

@@ -11,7 +11,7 @@ from sim.gl import select_gl_backend
 with contextlib.suppress(RuntimeError):
     select_gl_backend()
 
-from sim.backends import BACKENDS, BackendUnavailable
+from sim.backends import BACKENDS, BackendError, BackendUnavailable, TaskNotSupported
 from sim.env import EnvConfig, TaskEnv
 from sim.mujoco_env import MujocoBatchEnv
 from sim.protocol import BatchedEnv, SimState
@@ -41,6 +41,7 @@ def make_env(task: str, num_envs: int = 16, backend: str = "mujoco", **cfg) -> B
 
 __all__ = [
     "BACKENDS",
+    "BackendError",
     "BackendUnavailable",
     "BatchedEnv",
     "DomainRandomization",
@@ -48,6 +49,7 @@ __all__ = [
     "MujocoBatchEnv",
     "SimState",
     "TaskEnv",
+    "TaskNotSupported",
     "make_env",
     "task_names",
 ]

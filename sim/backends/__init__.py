@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 
-class BackendUnavailable(RuntimeError):
+class BackendError(RuntimeError):
+    """A simulation backend cannot run what was asked; the message says why and what to do
+    (the commands print it without a traceback)."""
+
+
+class BackendUnavailable(BackendError):
     """A simulation backend's engine or environment is not installed; the message names
     the command that installs it."""
+
+
+class TaskNotSupported(BackendError, NotImplementedError):
+    """The backend does not map something the task's model needs (yet); the message names
+    it and the backend that runs the task."""
 
 
 # sim=... name -> what it is (the default first)

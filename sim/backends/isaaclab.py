@@ -32,7 +32,9 @@ import torch
 from robots import load_robot
 from sim.actions import make_action_map
 from sim.backends import BackendUnavailable
+from sim.backends.isaaclab_physics import check_supported
 from sim.backends.isaaclab_wire import decode, encode
+from sim.env import compile_task_model
 from sim.task import ObsTerm
 from sim.tasks import get_task_class
 
@@ -87,6 +89,8 @@ class IsaacLabEnv:
         python = isaaclab_python(venv)
         cls = get_task_class(task)
         self.robot = load_robot(cls.robot_name)
+        # Refuse a task the backend cannot map before starting the worker.
+        check_supported(compile_task_model(cls(self.robot)), task)
         from sim.backends.isaaclab_usd import cache_dir
 
         self.log_path = log_path or cache_dir() / f"worker-{os.getpid()}-{id(self):x}.log"

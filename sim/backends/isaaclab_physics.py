@@ -34,6 +34,7 @@ import time
 import mujoco
 import torch
 
+from sim.backends import TaskNotSupported
 from sim.backends.isaaclab_kinematics import Kinematics
 from sim.backends.model_lookup import ModelLookup
 from sim.math import quat_rotate, quat_rotate_inverse
@@ -55,17 +56,17 @@ def free_bodies(model: mujoco.MjModel) -> list[int]:
 
 
 def check_supported(model: mujoco.MjModel, task_name: str) -> None:
-    """Raise NotImplementedError if ``model`` needs what this backend does not map yet."""
+    """Raise :class:`TaskNotSupported` if ``model`` needs what this backend does not map yet."""
     ball = [model.joint(j).name for j in range(model.njnt) if int(model.jnt_type[j]) == _BALL]
     floating = [model.body(b).name for b in free_bodies(model)
                 if int(model.body_parentid[b]) != 0 or (model.body_parentid == b).any()]
     if ball or floating:
-        raise NotImplementedError(
+        raise TaskNotSupported(
             f"task '{task_name}': ball joints {ball} / floating bases with links {floating} are "
             "not mapped to Isaac Lab yet; supported: fixed-base robots with hinge/slide joints "
             "and loose rigid objects. Use sim=mujoco for this task.")
     if model.nsensor:
-        raise NotImplementedError(
+        raise TaskNotSupported(
             f"task '{task_name}': MuJoCo sensors ({model.nsensor}) have no Isaac Lab mapping "
             "yet. Use sim=mujoco for this task.")
 
@@ -118,7 +119,7 @@ def actuator_groups(model: mujoco.MjModel) -> dict[str, dict]:
         kp, bias = float(model.actuator_gainprm[a, 0]), model.actuator_biasprm[a]
         if int(model.actuator_trntype[a]) != int(mujoco.mjtTrn.mjTRN_JOINT) or \
                 abs(float(bias[1]) + kp) > 1e-9 * max(kp, 1.0):
-            raise NotImplementedError(f"actuator '{model.actuator(a).name}' is not a joint "
+            raise TaskNotSupported(f"actuator '{model.actuator(a).name}' is not a joint "
                                       "position actuator (kp, -kp, -kd); only those map to "
                                       "Isaac Lab's implicit PD actuators")
         joint = model.joint(int(model.actuator_trnid[a, 0])).name
@@ -271,7 +272,9 @@ class IsaacLabPhysics:
         s.update_kinematics()
 
     def scale_parameters(self, ids, friction, mass, actuator_gain, actuated) -> None:
-        raise NotImplementedError("per-env parameter randomisation is not mapped to Isaac Lab")
+        """Not mapped (``supports_parameter_randomization`` is False: the env never calls it)."""
+        raise TaskNotSupported("per-env friction/mass/PD-gain randomisation is not mapped to "
+                               "Isaac Lab yet; action latency is randomised")
 
     def mjdata(self, ids: list[int]) -> list[mujoco.MjData]:
         datas = []

@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from robots import robot_mjspec
+from sim.backends import TaskNotSupported
 from sim.task import Task
 
 CONVERSION_VERSION = 1  # bump when the adjustments below change (invalidates the cache)
@@ -44,7 +45,7 @@ def scene_mjcf(task: Task) -> str:
         if body.mocap:
             solid = [g.name for g in body.geoms if g.contype or g.conaffinity]
             if solid:
-                raise NotImplementedError(
+                raise TaskNotSupported(
                     f"task '{task.name}': mocap body '{body.name}' has colliding geoms {solid}; "
                     "the Isaac Lab backend keeps mocap bodies as visual markers only")
             spec.delete(body)

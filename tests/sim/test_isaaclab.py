@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sim import BackendUnavailable, DomainRandomization, make_env
+from sim import BackendUnavailable, DomainRandomization, TaskNotSupported, make_env
 from sim.backends import isaaclab as isaaclab_backend
 from sim.backends.isaaclab_wire import decode, encode
 from sim.experts import make_expert
@@ -129,6 +129,11 @@ def test_panda_push_expert_moves_the_cube_as_in_c_mujoco():
 
 
 @needs_isaaclab
-def test_unsupported_task_says_what_is_missing():
-    with pytest.raises(isaaclab_backend.IsaacLabWorkerError, match="floating bases"):
+def test_unsupported_task_says_what_is_missing(capsys):
+    with pytest.raises(TaskNotSupported, match="floating bases"):  # before a worker starts
         make_env("go2_walk", 2, backend="isaaclab", device="cpu")
+    from embodied.cli import main
+
+    assert main(["train", "sim=isaaclab", "task=go2_walk", "max_iterations=1"]) == 2
+    err = capsys.readouterr().err
+    assert "floating bases" in err and "Traceback" not in err
