@@ -143,8 +143,12 @@ class MujocoWarpPhysics:
         mjw, s = self._mjw, self.state
         s.push()
         sensors = s.engine["sensordata"]
-        acc_ids = self._acc_sensors
+        acc_ids = self._acc_sensors if len(self._acc_sensors) else None
         for _ in range(nstep):
+            if acc_ids is None:  # no touch/force sensors: nothing to carry over
+                mjw.step2(self.wm, self.wd)
+                mjw.step1(self.wm, self.wd)
+                continue
             sensors[:, acc_ids] = 0.0  # step2 adds acc-stage sensors (touch) onto zeros
             mjw.step2(self.wm, self.wd)
             acc = sensors[:, acc_ids].clone()
