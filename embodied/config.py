@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -15,9 +16,13 @@ class ConfigError(ValueError):
 
 
 def config_dir() -> Path:
-    """The configs/ folder: $EMBODIED_CONFIGS, else the one beside the packages."""
+    """The configs folder: $EMBODIED_CONFIGS, else the one shipped inside the package.
+
+    The shipped one is found through importlib.resources, so a regular (non-editable)
+    install works as well as an editable one.
+    """
     env = os.environ.get("EMBODIED_CONFIGS")
-    path = Path(env) if env else Path(__file__).resolve().parent.parent / "configs"
+    path = Path(env) if env else Path(str(resources.files("embodied") / "configs"))
     if not path.is_dir():
         raise ConfigError(f"config folder {path} not found; set EMBODIED_CONFIGS to it")
     return path

@@ -21,7 +21,7 @@ from embodied.reward import (
 )
 from embodied.reward.oracle import SimProgressReward
 
-CONFIGS = Path(__file__).resolve().parents[3] / "configs" / "reward"
+CONFIGS = Path(__file__).resolve().parents[3] / "embodied" / "configs" / "reward"
 
 
 class MeanPixel(RewardModel):
