@@ -16,7 +16,8 @@ import mujoco
 import numpy as np
 import torch
 
-from robots import RobotSpec, robot_mjspec
+from robots import RobotSpec
+from robots.build import robot_mjspec
 from sim.tasks.go2_walk import advance_phase, base_lin_vel_b
 from sim.tasks.go2_walk import build_observation as build_walk_observation
 from sim.tasks.panda_base import gripper_opening
