@@ -61,6 +61,9 @@ class SiteKinematics:
                 joints.append((joint.type, columns[joint.name], torch.tensor(joint.pos, **f),
                                axis / axis.norm()))
             self.links.append((torch.tensor(body.pos, **f), rot, joints))
+        if mjcf.sites[site].in_frame:
+            raise ValueError(f"{mjcf.path.name}: site '{site}' sits in a <frame> element; "
+                             f"torch kinematics reads sites placed directly in a body")
         self.offset = torch.tensor(mjcf.sites[site].pos, **f)
 
     @classmethod

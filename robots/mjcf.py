@@ -10,6 +10,7 @@ sites. Names follow MuJoCo: the world body is called ``world``.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,8 @@ class MjcfJoint:
 @dataclass(frozen=True)
 class MjcfBody:
     """A body: its parent, frame in the parent (``orientation`` names a non-quat attribute
-    when the body is not oriented by ``quat``) and joints in MJCF order."""
+    when the body is not oriented by ``quat``, or is ``frame`` for a body inside a
+    ``<frame>`` element) and joints in MJCF order."""
 
     name: str
     parent: str | None
@@ -46,11 +48,13 @@ class MjcfBody:
 
 @dataclass(frozen=True)
 class MjcfSite:
-    """A site: the body it is attached to and its position in that body's frame."""
+    """A site: the body it is attached to and its position in that body's frame
+    (in the frame of an enclosing ``<frame>`` element when ``in_frame``)."""
 
     name: str
     body: str
     pos: tuple[float, float, float]
+    in_frame: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,13 +70,6 @@ class Mjcf:
     def joints(self) -> dict[str, MjcfJoint]:
         """Named joints of every body."""
         return {j.name: j for b in self.bodies.values() for j in b.joints if j.name}
-
-    def body_of_joint(self, name: str) -> str:
-        """The body that joint ``name`` moves."""
-        for body in self.bodies.values():
-            if any(j.name == name for j in body.joints):
-                return body.name
-        raise KeyError(f"{self.path.name} has no joint '{name}'")
 
 
 def _floats(text: str | None, default: tuple[float, ...]) -> tuple[float, ...]:
@@ -135,25 +132,38 @@ def read_mjcf(path: str | Path) -> Mjcf:
     bodies: dict[str, MjcfBody] = {}
     sites: dict[str, MjcfSite] = {}
 
-    def visit(node: ET.Element, name: str, parent: str | None, childclass: str) -> None:
-        joints = []
+    def members(node: ET.Element, childclass: str, in_frame: bool
+                ) -> Iterator[tuple[ET.Element, str, bool]]:
+        """The children of a body, with those of its ``<frame>`` elements flattened in."""
         for child in node:
+            if child.tag == "frame":
+                yield from members(child, child.get("childclass", childclass), True)
+            else:
+                yield child, childclass, in_frame
+
+    def visit(node: ET.Element, name: str, parent: str | None, childclass: str,
+              orientation: str) -> None:
+        joints, children = [], []
+        for child, cls, in_frame in members(node, childclass, False):
             if child.tag in ("joint", "freejoint"):
-                a = attrs(child, "joint", childclass)
+                a = attrs(child, "joint", cls)
                 kind = "free" if child.tag == "freejoint" else a.get("type", "hinge")
                 joints.append(MjcfJoint(a.get("name", ""), kind, _floats(a.get("pos"), (0.0,) * 3),
                                         _floats(a.get("axis"), (0.0, 0.0, 1.0))))
             elif child.tag == "site" and child.get("name"):
-                a = attrs(child, "site", childclass)
-                sites[a["name"]] = MjcfSite(a["name"], name, _floats(a.get("pos"), (0.0,) * 3))
-        orientation = next((k for k in _ORIENTATIONS if k in node.attrib), "quat")
+                a = attrs(child, "site", cls)
+                sites[a["name"]] = MjcfSite(a["name"], name, _floats(a.get("pos"), (0.0,) * 3),
+                                            in_frame)
+            elif child.tag == "body":
+                children.append((child, cls, in_frame))
         bodies[name] = MjcfBody(name, parent, _floats(node.get("pos"), (0.0,) * 3),
                                 _floats(node.get("quat"), (1.0, 0.0, 0.0, 0.0)), orientation,
                                 tuple(joints))
-        for index, child in enumerate(node.findall("body")):
+        for index, (child, cls, in_frame) in enumerate(children):
+            kind = next((k for k in _ORIENTATIONS if k in child.attrib), "quat")
             visit(child, child.get("name", f"{name}/body{index}"), name,
-                  child.get("childclass", childclass))
+                  child.get("childclass", cls), "frame" if in_frame else kind)
 
     for world in root.findall("worldbody"):
-        visit(world, "world", None, "main")
+        visit(world, "world", None, "main", "quat")
     return Mjcf(path, timestep, bodies, sites)

@@ -1,15 +1,9 @@
 """The go2_walk policy observation as pure torch functions (no simulator needed).
 
-Observation (50, in this order; :data:`OBS_LAYOUT`; no scaling, as in Isaac Lab)::
-
-    base_lin_vel       3   base linear velocity, base frame, m/s        noise +-0.1
-    base_ang_vel       3   base angular velocity, base frame, rad/s     noise +-0.2
-    projected_gravity  3   unit gravity direction in the base frame     noise +-0.05
-    velocity_command   3   (vx, vy, yaw rate) command                   no noise
-    gait_phase         2   (sin, cos) of the trot clock phase           no noise
-    joint_pos         12   joint position - default pose, robot order   noise +-0.01
-    joint_vel         12   joint velocity, rad/s                        noise +-1.5
-    last_action       12   the previous action                          no noise
+The 50-d observation is, in the order of :data:`OBS_LAYOUT` (unscaled, as in Isaac
+Lab): base linear and angular velocity in the base frame, projected gravity, the
+(vx, vy, yaw rate) command, the (sin, cos) gait clock, joint positions minus the
+default pose, joint velocities and the previous action.
 
 The simulated task (``sim.tasks.go2_walk``) and the ROS deployment node build the
 vector with the same functions; a deployment advances the gait clock with

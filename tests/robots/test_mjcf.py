@@ -38,7 +38,8 @@ def test_reader_sees_what_mujoco_compiles(name):
 def test_reader_applies_includes_and_default_classes(tmp_path: Path):
     (tmp_path / "arm.xml").write_text(
         '<mujoco><worldbody><body name="a" childclass="slider"><joint name="j"/>'
-        '<site name="s" pos="0 0 1"/></body></worldbody></mujoco>')
+        '<site name="s" pos="0 0 1"/><frame pos="1 0 0"><body name="b"><site name="t"/>'
+        '</body></frame></body></worldbody></mujoco>')
     (tmp_path / "robot.xml").write_text(
         '<mujoco><option timestep="0.01"/><default><default class="slider">'
         '<joint type="slide" axis="1 0 0"/></default></default>'
@@ -46,6 +47,9 @@ def test_reader_applies_includes_and_default_classes(tmp_path: Path):
     mjcf = read_mjcf(tmp_path / "robot.xml")
     assert mjcf.timestep == 0.01 and mjcf.sites["s"].body == "a"
     assert mjcf.joints["j"].type == "slide" and mjcf.joints["j"].axis == (1.0, 0.0, 0.0)
+    assert mjcf.bodies["b"].parent == "a" and mjcf.bodies["b"].orientation == "frame"
+    with pytest.raises(ValueError, match="frame"):
+        SiteKinematics(mjcf, "t", ["j"])
     (tmp_path / "bad.xml").write_text("<mujoco><worldbody>")
     with pytest.raises(MjcfError, match=r"bad\.xml"):
         read_mjcf(tmp_path / "bad.xml")
