@@ -39,8 +39,8 @@ from common import parse_args, write_result
 from geometry_msgs.msg import PointStamped, PoseStamped, Twist
 from std_msgs.msg import Empty, String
 
-from embodied.export import load_policy
 from embodied.locomotion_eval import evaluate_velocity_tracking
+from embodied.policy_io import load_policy
 from embodied.rl.evaluate import evaluate
 from embodied_ros.description import sim_deploy_nodes
 from embodied_ros.graph import private_graph

@@ -12,51 +12,59 @@ From a run folder's checkpoint this writes, under ``<run>/export/``:
 
 Each artifact also carries the metadata inside it (TorchScript extra file
 ``policy.json``, ONNX ``metadata_props['embodied.policy']``), so a single file is
-enough to run and to check. :func:`load_policy` loads either file and
-:func:`check_against_robot` refuses a robot whose joints or dimensions differ.
+enough to run and to check. Loading and checking live in :mod:`embodied.policy_io`
+(light: what a robot computer imports); :func:`load_policy`, :func:`check_against_robot`
+and the errors are re-exported here for the training side.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import datetime as _dt
 import hashlib
 import json
-import logging
 import shutil
 import subprocess
 import time
-import warnings
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
+from embodied.policy_io import (
+    ONNX_METADATA_KEY,
+    TS_METADATA_FILE,
+    ExportError,
+    LoadedPolicy,
+    PolicyMismatchError,
+    check_against_env,
+    check_against_robot,
+    load_policy,
+    policy_mismatches,
+    quiet_exporters,
+    read_sidecar,
+    sha256_file,
+)
 from embodied.rl.actor_critic import ActorCritic
 from embodied.rl.normalizer import EmpiricalNormalization
 from embodied.rl.runner import CheckpointError, find_checkpoint, load_checkpoint
-from sim.actions import ACTION_TYPES
+
+__all__ = [  # the export functions, and the loader and checks of embodied.policy_io
+    "DeployedPolicy", "ExportError", "LoadedPolicy", "PolicyMismatchError", "check_against_env",
+    "check_against_robot", "export_run", "load_checkpoint_policy", "load_policy",
+    "load_run_config", "observation_layout", "parity_error", "parity_observations",
+    "policy_metadata", "policy_mismatches", "resolve_run", "run_export", "sha256_file",
+    "write_onnx", "write_torchscript",
+]
 
 METADATA_FORMAT = 1
-ONNX_METADATA_KEY = "embodied.policy"
-TS_METADATA_FILE = "policy.json"
 TORCHSCRIPT_TOLERANCE = 1e-6
 ONNX_TOLERANCE = 1e-5
 FORMATS = ("both", "torchscript", "onnx")
-
-
-class ExportError(RuntimeError):
-    """A run, checkpoint or artifact that cannot be exported or loaded (says which and why)."""
-
-
-class PolicyMismatchError(ExportError):
-    """An exported policy that does not fit the robot, task or env it is about to drive."""
 
 
 # --------------------------------------------------------------- the module
@@ -129,15 +137,6 @@ def load_checkpoint_policy(path: str | Path) -> tuple[ActorCritic, dict[str, Any
 
 
 # --------------------------------------------------------------- metadata
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _git_commit() -> str | None:
     """The commit of the code doing the export (``+dirty`` with local changes), if in git."""
     repo = Path(__file__).resolve().parent.parent
@@ -221,27 +220,10 @@ def policy_metadata(cfg: DictConfig, env: Any, checkpoint: Path,
 
 
 # ------------------------------------------------------------- the writers
-@contextlib.contextmanager
-def _quiet_export() -> Iterator[None]:
-    """Silence the exporters' deprecation chatter and progress prints."""
-    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch.export", "torch._dynamo",
-                                              "onnxscript")]
-    levels = [lg.level for lg in loggers]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for lg in loggers:
-            lg.setLevel(logging.ERROR)
-        try:
-            yield
-        finally:
-            for lg, level in zip(loggers, levels, strict=True):
-                lg.setLevel(level)
-
-
 def write_torchscript(module: DeployedPolicy, path: Path, metadata: dict[str, Any]) -> Path:
     """Trace ``module`` and save it with the metadata as the extra file ``policy.json``."""
     example = torch.zeros(2, module.obs_dim)
-    with _quiet_export():
+    with quiet_exporters():
         # No freeze/optimize_for_inference: the same kernels as torch, so bitwise parity.
         traced = torch.jit.trace(module, (example,), check_trace=False)
         torch.jit.save(traced, str(path), _extra_files={TS_METADATA_FILE: json.dumps(metadata)})
@@ -270,7 +252,7 @@ def write_onnx(module: DeployedPolicy, path: Path, metadata: dict[str, Any]) -> 
     import onnx
 
     example = torch.zeros(2, module.obs_dim)
-    with _quiet_export():
+    with quiet_exporters():
         torch.onnx.export(module, (example,), str(path), input_names=["obs"],
                           output_names=["action"], dynamo=True, external_data=False,
                           dynamic_shapes=({0: torch.export.Dim("batch")},), verbose=False)
@@ -359,7 +341,7 @@ def export_run(run: str | Path, fmt: str = "both", checkpoint: str | Path | None
         artifacts[name] = {"format": kind, "bytes": path.stat().st_size,
                            "sha256": sha256_file(path), "parity_max_abs_error": err,
                            "export_seconds": round(time.perf_counter() - start, 2)}
-    previous = _read_sidecar(out_dir / "policy.json")
+    previous = read_sidecar(out_dir / "policy.json")
     if previous and previous.get("training", {}).get("checkpoint") == str(ckpt):
         # e.g. format=onnx after format=torchscript: keep the other, still valid, artifact
         for name, art in (previous.get("artifacts") or {}).items():
@@ -371,154 +353,6 @@ def export_run(run: str | Path, fmt: str = "both", checkpoint: str | Path | None
     (out_dir / "policy.json").write_text(json.dumps(sidecar, indent=2))
     return {"out_dir": str(out_dir), "checkpoint": str(ckpt), "artifacts": artifacts,
             "metadata": sidecar}
-
-
-# ------------------------------------------------------------------ loading
-class LoadedPolicy:
-    """An exported policy as a callable: observations [N, obs_dim] -> actions [N, action_dim].
-
-    Accepts a torch tensor or a numpy array (cast to float32) and returns a
-    float32 torch tensor. ``kind`` is ``torchscript`` or ``onnx``.
-    """
-
-    def __init__(self, path: Path, kind: str, fn: Callable[[torch.Tensor], torch.Tensor],
-                 obs_dim: int):
-        self.path, self.kind, self._fn, self.obs_dim = path, kind, fn, obs_dim
-
-    def __call__(self, obs: torch.Tensor | np.ndarray) -> torch.Tensor:
-        obs = torch.as_tensor(obs, dtype=torch.float32)
-        if obs.ndim != 2 or obs.shape[1] != self.obs_dim:
-            raise PolicyMismatchError(f"{self.path} takes observations [N, {self.obs_dim}], "
-                                      f"got {list(obs.shape)}")
-        with torch.inference_mode():
-            return self._fn(obs)
-
-    def __repr__(self) -> str:
-        return f"LoadedPolicy({self.kind}: {self.path})"
-
-
-def _read_sidecar(path: Path) -> dict[str, Any] | None:
-    sidecar = path.with_suffix(".json")
-    if not sidecar.is_file():
-        return None
-    try:
-        return json.loads(sidecar.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise ExportError(f"cannot read the policy metadata {sidecar}: {err}") from err
-
-
-def load_policy(path: str | Path, verify_hash: bool = True) -> tuple[LoadedPolicy, dict[str, Any]]:
-    """Load an exported ``policy.pt`` (TorchScript) or ``policy.onnx`` and its metadata.
-
-    The metadata is the one embedded in the file, completed by the ``policy.json``
-    beside it if present; with ``verify_hash`` the file's sha256 must match the one
-    recorded there (a file swapped without its metadata is refused).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ExportError(f"exported policy {path} does not exist")
-    meta: dict[str, Any] | None
-    if path.suffix == ".onnx":
-        try:
-            import onnxruntime as ort
-        except ImportError as err:
-            raise ExportError("loading an ONNX policy needs onnxruntime "
-                              "(pip install onnxruntime)") from err
-        try:
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = 1
-            options.log_severity_level = 3
-            session = ort.InferenceSession(str(path), options,
-                                           providers=["CPUExecutionProvider"])
-        except Exception as err:
-            raise ExportError(f"cannot load ONNX policy {path}: {err}") from err
-        raw = session.get_modelmeta().custom_metadata_map.get(ONNX_METADATA_KEY)
-        meta = json.loads(raw) if raw else None
-        input_name = session.get_inputs()[0].name
-
-        def fn(obs: torch.Tensor) -> torch.Tensor:
-            out = session.run(None, {input_name: obs.detach().cpu().numpy()})[0]
-            return torch.from_numpy(np.asarray(out, dtype=np.float32))
-
-        kind = "onnx"
-    else:
-        extra = {TS_METADATA_FILE: ""}
-        try:
-            with _quiet_export():
-                module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
-        except Exception as err:
-            raise ExportError(f"cannot load TorchScript policy {path} (not an exported "
-                              f"policy, or corrupt): {type(err).__name__}: {err}") from err
-        module.eval()
-        meta = json.loads(extra[TS_METADATA_FILE]) if extra[TS_METADATA_FILE] else None
-        fn, kind = module, "torchscript"
-
-    sidecar = _read_sidecar(path)
-    if sidecar is not None:
-        recorded = (sidecar.get("artifacts") or {}).get(path.name, {}).get("sha256")
-        if verify_hash and recorded and recorded != sha256_file(path):
-            raise ExportError(f"{path} does not match {path.with_suffix('.json')} (sha256 "
-                              f"differs): re-export, or remove the stale metadata")
-        meta = {**sidecar, **(meta or {}), "artifacts": sidecar.get("artifacts", {})}
-    if meta is None:
-        raise ExportError(f"{path} has no policy metadata (not written by `embodied export`?)")
-    return LoadedPolicy(path, kind, fn, int(meta["obs_dim"])), meta
-
-
-# ----------------------------------------------------------------- checking
-def policy_mismatches(meta: dict[str, Any], robot: Any) -> list[str]:
-    """What differs between an exported policy's metadata and a :class:`robots.RobotSpec`."""
-    problems = []
-    if meta.get("robot") != robot.name:
-        problems.append(f"robot: policy was trained for '{meta.get('robot')}', this robot is "
-                        f"'{robot.name}'")
-    if list(meta.get("joint_names", [])) != robot.joint_names:
-        problems.append(f"joint names/order: policy {meta.get('joint_names')}, "
-                        f"robot {robot.joint_names}")
-    if list(meta.get("ros_joint_names", [])) != robot.ros_joint_names:
-        problems.append(f"ROS joint names/order: policy {meta.get('ros_joint_names')}, "
-                        f"robot {robot.ros_joint_names}")
-    if int(meta.get("action_dim", -1)) != robot.action_dim:
-        problems.append(f"action_dim: policy {meta.get('action_dim')}, robot {robot.action_dim}")
-    action = meta.get("action") or {}
-    if action.get("type") not in ACTION_TYPES:
-        problems.append(f"action type: policy '{action.get('type')}', supported {ACTION_TYPES}")
-    for key, value in (("default_pose", robot.default_pose),
-                       ("action_scale", robot.action_scale)):
-        theirs = np.asarray(action.get(key, []), dtype=float)
-        if theirs.shape != value.shape or not np.allclose(theirs, value, atol=1e-9):
-            problems.append(f"{key}: policy {theirs.tolist()}, robot {value.tolist()}")
-    if (action.get("gripper") is None) != (robot.gripper is None):
-        problems.append(f"gripper: policy {'has' if action.get('gripper') else 'has no'} "
-                        f"gripper action, robot {'has' if robot.gripper else 'has no'} gripper")
-    if abs(float(meta.get("control_dt", -1.0)) - robot.control_dt) > 1e-9:
-        problems.append(f"control_dt: policy {meta.get('control_dt')} s, robot "
-                        f"{robot.control_dt} s")
-    return problems
-
-
-def check_against_robot(meta: dict[str, Any], robot: Any) -> None:
-    """Raise :class:`PolicyMismatchError` naming every mismatch of joints, dims, action mapping."""
-    problems = policy_mismatches(meta, robot)
-    if problems:
-        raise PolicyMismatchError(
-            f"policy for robot '{meta.get('robot')}' (task '{meta.get('task')}') does not fit "
-            f"robot '{robot.name}' ({robot.yaml_path}):\n  - " + "\n  - ".join(problems))
-
-
-def check_against_env(meta: dict[str, Any], env: Any) -> None:
-    """:func:`check_against_robot` on the env's robot, plus the task and observation size."""
-    problems = []
-    if meta.get("task") != env.task.name:
-        problems.append(f"task: policy was trained on '{meta.get('task')}', the env runs "
-                        f"'{env.task.name}'")
-    if int(meta.get("obs_dim", -1)) != env.obs_dim:
-        problems.append(f"obs_dim: policy {meta.get('obs_dim')}, env {env.obs_dim}")
-    problems += policy_mismatches(meta, env.robot)
-    if problems:
-        raise PolicyMismatchError(
-            f"policy for task '{meta.get('task')}' / robot '{meta.get('robot')}' does not fit "
-            f"the env of task '{env.task.name}':\n  - " + "\n  - ".join(problems))
 
 
 # ---------------------------------------------------------------------- CLI

@@ -1,6 +1,11 @@
-"""Robot descriptions shared by simulation and hardware (MJCF + robot.yaml)."""
+"""Robot descriptions shared by simulation and hardware (MJCF + robot.yaml).
 
-from robots.build import robot_mjspec
+Importing this package needs neither MuJoCo nor the simulator: the spec, the
+action mapping (:mod:`robots.actions`), torch kinematics (:mod:`robots.kinematics`)
+and the per-robot observation terms (``robots.<robot>.observation``) run on the
+robot computer. :func:`robots.build.robot_mjspec` turns a spec into a MuJoCo model.
+"""
+
 from robots.spec import CameraSpec, GripperSpec, JointSpec, RobotSpec, RobotSpecError, load_robot
 
 __all__ = [
@@ -10,5 +15,4 @@ __all__ = [
     "RobotSpec",
     "RobotSpecError",
     "load_robot",
-    "robot_mjspec",
 ]

@@ -41,7 +41,9 @@ hardware::
         mode: fixed                 # fixed | track | trackcom
 
 Every mistake raises :class:`RobotSpecError` naming the file, the field and
-the fix.
+the fix. Names are checked against the MJCF as read by :mod:`robots.mjcf`, without
+MuJoCo, so the robot computer validates the same spec; the simulator compiles the
+MJCF with MuJoCo (:func:`robots.build.robot_mjspec`).
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import mujoco
 import numpy as np
 import yaml
+
+from robots.mjcf import MjcfError, read_mjcf
 
 ROBOTS_DIR = Path(__file__).resolve().parent
 
@@ -282,13 +285,14 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
     if not mjcf_path.exists():
         raise RobotSpecError(path, "mjcf", f"file {mjcf_path} does not exist",
                              "point it at the robot's MJCF, relative to robot.yaml")
-    model = mujoco.MjModel.from_xml_path(str(mjcf_path))
-
-    def has(kind: mujoco.mjtObj, name: str) -> bool:
-        return mujoco.mj_name2id(model, kind, name) >= 0
+    try:
+        mjcf = read_mjcf(mjcf_path)
+    except MjcfError as err:
+        raise RobotSpecError(path, "mjcf", str(err), "fix the MJCF file") from err
+    joint_names = set(mjcf.joints)
 
     base_body = str(_require(data, "base_body", path, "", "name the root body"))
-    if not has(mujoco.mjtObj.mjOBJ_BODY, base_body):
+    if base_body not in mjcf.bodies:
         raise RobotSpecError(path, "base_body", f"body '{base_body}' is not in {mjcf_path.name}",
                              "use a body name from the MJCF")
     floating = bool(data.get("floating_base", False))
@@ -307,7 +311,7 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
         where = f"joints[{i}]."
         name = str(_require(entry, "name", path, where, "give the MJCF joint name"))
         where = f"joints[{i}] ({name})."
-        if not has(mujoco.mjtObj.mjOBJ_JOINT, name):
+        if name not in joint_names:
             raise RobotSpecError(path, where + "name", f"joint '{name}' is not in "
                                  f"{mjcf_path.name}", "use a joint name from the MJCF")
         lower, upper, velocity, effort = _limits(entry, path, where)
@@ -333,7 +337,7 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
         g = data["gripper"]
         g_joints = tuple(str(n) for n in _require(g, "joints", path, "gripper.", "list them"))
         for n in g_joints:
-            if not has(mujoco.mjtObj.mjOBJ_JOINT, n):
+            if n not in joint_names:
                 raise RobotSpecError(path, "gripper.joints", f"joint '{n}' is not in "
                                      f"{mjcf_path.name}", "use joint names from the MJCF")
         lower, upper, velocity, effort = _limits(g, path, "gripper.")
@@ -347,7 +351,7 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
     sites = dict(data.get("sites") or {})
     for key, value in sites.items():
         for site in value if isinstance(value, list) else [value]:
-            if not has(mujoco.mjtObj.mjOBJ_SITE, str(site)):
+            if str(site) not in mjcf.sites:
                 raise RobotSpecError(path, f"sites.{key}", f"site '{site}' is not in "
                                      f"{mjcf_path.name}",
                                      "add the site to the MJCF or fix the name")
@@ -355,7 +359,7 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
     cameras = []
     for i, entry in enumerate(data.get("cameras") or []):
         cam = _parse_camera(entry, i, path)
-        if cam.mount != "world" and not has(mujoco.mjtObj.mjOBJ_BODY, cam.mount):
+        if cam.mount != "world" and cam.mount not in mjcf.bodies:
             raise RobotSpecError(path, f"cameras[{i}] ({cam.name}).mount",
                                  f"unknown camera mount '{cam.mount}': no such body in "
                                  f"{mjcf_path.name}", "use 'world' or a body name of the MJCF")
@@ -364,6 +368,6 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
     return RobotSpec(
         name=str(data.get("name", path.parent.name)), yaml_path=path, mjcf_path=mjcf_path,
         base_body=base_body, floating_base=floating, decimation=decimation,
-        timestep=float(model.opt.timestep), joints=tuple(joints), gripper=gripper,
+        timestep=mjcf.timestep, joints=tuple(joints), gripper=gripper,
         sites=sites, cameras=tuple(cameras),
     )

@@ -18,7 +18,8 @@ from typing import Any
 import mujoco
 import torch
 
-from robots import load_robot, robot_mjspec
+from robots import load_robot
+from robots.build import robot_mjspec
 from sim.actions import make_action_map
 from sim.physics import Physics
 from sim.randomization import DomainRandomization

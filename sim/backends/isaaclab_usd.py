@@ -23,7 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from robots import robot_mjspec
+from robots.build import robot_mjspec
 from sim.backends import TaskNotSupported
 from sim.task import Task
 

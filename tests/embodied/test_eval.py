@@ -13,9 +13,9 @@ from embodied.export import (
     DeployedPolicy,
     export_run,
     load_checkpoint_policy,
-    load_policy,
     write_torchscript,
 )
+from embodied.policy_io import load_policy
 from embodied.rl.evaluate import evaluate
 from sim import make_env
 

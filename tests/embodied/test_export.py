@@ -11,15 +11,17 @@ import torch
 from embodied.cli import main
 from embodied.export import (
     DeployedPolicy,
+    load_checkpoint_policy,
+    parity_observations,
+    write_onnx,
+    write_torchscript,
+)
+from embodied.policy_io import (
     ExportError,
     PolicyMismatchError,
     check_against_robot,
-    load_checkpoint_policy,
     load_policy,
-    parity_observations,
     sha256_file,
-    write_onnx,
-    write_torchscript,
 )
 from embodied.rl import ActorCritic
 from robots import load_robot

@@ -6,7 +6,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from robots import load_robot, robot_mjspec
+from robots import load_robot
+from robots.build import robot_mjspec
 from sim.task import add_floor_and_light
 
 # Hand pointing down with the TCP at (0.5, 0, 0.025) (a 5 cm cube on the floor)

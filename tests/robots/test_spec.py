@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import yaml
 
-from robots import RobotSpecError, load_robot, robot_mjspec
+from robots import RobotSpecError, load_robot
+from robots.build import robot_mjspec
 
 
 @pytest.mark.parametrize("name, n_joints, n_actions", [("panda", 7, 8), ("go2", 12, 12)])

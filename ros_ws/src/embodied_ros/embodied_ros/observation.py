@@ -1,10 +1,12 @@
-"""Policy observations from robot state, built by the simulator's own observation code.
+"""Policy observations from robot state, built by the same functions as in simulation.
 
-The vector a policy saw in training is assembled by pure functions in ``sim/tasks``
-(:func:`sim.tasks.panda_reach.build_reach_observation`,
-:func:`sim.tasks.go2_walk.build_observation`); the builders here only turn ROS state
-(joint positions and velocities, IMU, base velocity, command, goal) into their inputs.
-Forward kinematics for the arm's tcp runs the robot's own MuJoCo model.
+The vector a policy saw in training is assembled by pure torch functions in
+``robots/<robot>/observation.py`` (:func:`robots.panda.observation.build_reach_observation`,
+:func:`robots.go2.observation.build_observation`), which the simulated tasks call too;
+the builders here only turn ROS state (joint positions and velocities, IMU, base
+velocity, command, goal) into their inputs. Forward kinematics for the arm's tcp runs
+in torch on the robot's MJCF chain (:class:`robots.kinematics.SiteKinematics`), so
+nothing here needs MuJoCo or the simulator.
 """
 
 from __future__ import annotations
@@ -12,15 +14,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
-import mujoco
 import numpy as np
 import torch
 
-from robots import RobotSpec, robot_mjspec
-from sim.tasks.go2_walk import advance_phase, base_lin_vel_b
-from sim.tasks.go2_walk import build_observation as build_walk_observation
-from sim.tasks.panda_base import gripper_opening
-from sim.tasks.panda_reach import build_reach_observation
+from robots import RobotSpec
+from robots.go2.observation import advance_phase, base_lin_vel_b
+from robots.go2.observation import build_observation as build_walk_observation
+from robots.kinematics import SiteKinematics
+from robots.panda.observation import build_reach_observation, gripper_opening
 
 
 @dataclass
@@ -73,28 +74,6 @@ class ObservationBuilder(ABC):
         """One policy step was taken (for builders with a clock)."""
 
 
-class ArmKinematics:
-    """Forward kinematics of a fixed-base robot's site (the tcp), on its MuJoCo model."""
-
-    def __init__(self, robot: RobotSpec, site: str):
-        self.model = robot_mjspec(robot).compile()
-        self.data = mujoco.MjData(self.model)
-        self.site = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, site)
-        joint = lambda n: self.model.jnt_qposadr[  # noqa: E731
-            mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_JOINT, n)]
-        self.qadr = np.array([joint(n) for n in robot.joint_names])
-        fingers = robot.gripper.joints if robot.gripper else ()
-        self.fadr = np.array([joint(n) for n in fingers], dtype=int)
-
-    def site_position(self, q: np.ndarray, finger_q: np.ndarray | None = None) -> np.ndarray:
-        """World (= arm base) position [3] of the site at joint positions ``q``."""
-        self.data.qpos[self.qadr] = q
-        if finger_q is not None and len(self.fadr):
-            self.data.qpos[self.fadr] = finger_q
-        mujoco.mj_kinematics(self.model, self.data)
-        return self.data.site_xpos[self.site].copy()
-
-
 class ReachObservation(ObservationBuilder):
     """panda_reach: arm terms + target minus tcp; the command is the goal point [3]."""
 
@@ -106,15 +85,15 @@ class ReachObservation(ObservationBuilder):
         if robot.gripper is None or "ee" not in robot.sites:
             raise ValueError(f"panda_reach needs a robot with a gripper and an 'ee' site; "
                              f"'{robot.name}' has none")
-        self.kinematics = ArmKinematics(robot, robot.sites["ee"])
+        self.kinematics = SiteKinematics.from_robot(robot, "ee")
 
     def build(self, state: RobotState, last_action: np.ndarray,
               command: np.ndarray) -> np.ndarray:
         g = self.robot.gripper
-        ee = self.kinematics.site_position(state.q, state.finger_q)
+        ee = self.kinematics.position(_row(state.q))
         opening = gripper_opening(_row(state.finger_q), g.lower, g.upper)
         obs = build_reach_observation(_row(state.q), _row(state.qd), _row(self.default),
-                                      opening, _row(ee), _row(last_action), _row(command))
+                                      opening, ee, _row(last_action), _row(command))
         return obs.to(torch.float32).numpy()
 
 
@@ -122,7 +101,7 @@ class WalkObservation(ObservationBuilder):
     """go2_walk: base velocities, projected gravity, command, gait clock, joints, last action.
 
     The gait clock is the node's own: it starts at phase 0 when the policy takes over and
-    advances one control period per policy step (:func:`sim.tasks.go2_walk.advance_phase`),
+    advances one control period per policy step (:func:`robots.go2.observation.advance_phase`),
     as the task advances it after every physics update.
     """
 

@@ -3,9 +3,9 @@
 A lifecycle node (``embodied_policy``):
 
 * **configure** loads the robot spec (``robots.load_robot``) and the exported policy
-  (``embodied.export.load_policy``) and refuses, with the reason logged and published
+  (``embodied.policy_io.load_policy``) and refuses, with the reason logged and published
   on ``~/safety_state``, an artifact that does not fit the robot
-  (``embodied.export.check_against_robot``), a task it has no observation builder for,
+  (``embodied.policy_io.check_against_robot``), a task it has no observation builder for,
   or a control period that differs from the robot spec's;
 * **activate** succeeds only once fresh state has arrived; it starts a soft start (a
   ramp from the measured pose to the default pose), then hands over to the policy;
@@ -62,7 +62,7 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Bool, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 
-from embodied.export import ExportError, check_against_robot, load_policy
+from embodied.policy_io import ExportError, check_against_robot, load_policy
 from embodied_ros.description import POLICY_NODE, as_bool
 from embodied_ros.messages import (
     JointIndex,
@@ -85,7 +85,7 @@ from embodied_ros.safety import (
 )
 from embodied_ros.spin import spin_until_signal
 from robots import RobotSpecError, load_robot
-from sim.actions import make_action_map
+from robots.actions import make_action_map
 
 # Modes in which the safe command is sent; the first three latch until re-activation.
 LATCHED = ("e_stop", "attitude", "non_finite_action")

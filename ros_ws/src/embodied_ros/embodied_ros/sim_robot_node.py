@@ -1,6 +1,6 @@
 """A simulated robot behind the real robot's topics: the stand-in for hardware.
 
-Runs the robot's MuJoCo model (``robots.robot_mjspec``: the MJCF with one position
+Runs the robot's MuJoCo model (``robots.build.robot_mjspec``: the MJCF with one position
 actuator per joint carrying the robot spec's PD gains and effort limits, plus a floor)
 in real time at the control rate: every control period it applies the newest command,
 steps ``decimation`` physics steps and publishes
@@ -47,7 +47,8 @@ from embodied_ros.description import SIM_ROBOT_NODE
 from embodied_ros.observation import floating_base_state
 from embodied_ros.safety import percentiles
 from embodied_ros.spin import spin_until_signal
-from robots import load_robot, robot_mjspec
+from robots import load_robot
+from robots.build import robot_mjspec
 from sim.task import add_floor_and_light
 
 COMMANDS = ("joint_trajectory", "position_array")

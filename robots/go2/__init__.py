@@ -1,0 +1,1 @@
+"""Unitree Go2: robot.yaml + go2.xml, and the torch observation terms of its policies."""
