@@ -53,3 +53,12 @@ def test_an_unknown_term_is_one_error_line(override, message, capsys, tmp_path):
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1
 
+
+def test_ppo_on_panda_push_selects_the_joint_delta_task_variant():
+    cfg = load_config("train", ["task=panda_push"])
+    assert cfg.task.name == "panda_push" and cfg.task.action == "joint_delta"
+    assert cfg.algo.init_noise_std == 0.5 and cfg.num_envs == 256
+    assert load_config("train", ["task=panda_push", "task.action=joint_position"]
+                       ).task.action == "joint_position"
+    for command in ("demo", "collect"):
+        assert load_config(command, ["task=panda_push"]).task.action is None
