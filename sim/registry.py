@@ -23,10 +23,10 @@ def resolve(path: str) -> Any:
 class Registry(Generic[T]):
     """Entries of one ``kind`` by name; unknown names raise ``error`` naming the known ones.
 
-    The unknown-name message reads ``unknown <kind> '<name>'; <listing>: [names]<hint>``.
+    The unknown-name message reads ``unknown <kind> '<name>'; <listing> [names]<hint>``.
     """
 
-    def __init__(self, kind: str, error: type[Exception] = KeyError, listing: str = "known",
+    def __init__(self, kind: str, error: type[Exception] = KeyError, listing: str = "known:",
                  hint: str = ""):
         self.kind, self.error, self.listing, self.hint = kind, error, listing, hint
         self._entries: dict[str, T | str] = {}
@@ -41,7 +41,7 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The entry registered as ``name`` (importing it on first use if given as a path)."""
         if name not in self._entries:
-            raise self.error(f"unknown {self.kind} '{name}'; {self.listing}: {self.names()}"
+            raise self.error(f"unknown {self.kind} '{name}'; {self.listing} {self.names()}"
                              f"{self.hint}")
         entry = self._entries[name]
         if isinstance(entry, str):

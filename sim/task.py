@@ -6,6 +6,10 @@ same task code. Subclasses declare their terms as pure functions of the task
 (``observation_functions``, ``reward_functions``); a :class:`TaskConfig` holds
 every reward term's weight and parameters and every observation term's noise,
 so a weight sweep is a config change. The env sums and concatenates.
+
+Unlike Isaac Lab and mjlab, whose term configs also name the term's function,
+the functions stay with the task class and the config holds only numbers, so
+every setting is a plain Hydra override (``task.rewards.<term>.weight=...``).
 """
 
 from __future__ import annotations

@@ -186,7 +186,7 @@ def instructions(instruction: str | Sequence[str], batch: int) -> list[str]:
 T = TypeVar("T")
 
 REWARD_MODELS: Registry[type[RewardModel]] = Registry(
-    "reward model", ValueError, listing="available",
+    "reward model", ValueError, listing="available:",
     hint=" (register your own with @register_reward_model)")
 
 

@@ -46,7 +46,7 @@ class TaskEntry:
         return self.task(load_robot(self.task.robot_name), self.config(overrides))
 
 
-TASKS: Registry[TaskEntry] = Registry("task", KeyError, listing="known tasks")
+TASKS: Registry[TaskEntry] = Registry("task", KeyError, listing="known tasks:")
 
 
 def register_task(task: type[Task], gym_id: str, expert: type | None = None) -> None:

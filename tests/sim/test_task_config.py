@@ -77,3 +77,24 @@ def test_every_term_has_a_setting(task):
     cfg = entry.default_config()
     assert list(cfg.rewards) == list(entry.task.reward_functions)
     assert list(cfg.observations) == list(entry.task.observation_functions)
+
+
+def test_registries_take_each_name_once_and_name_the_known_ones():
+    from sim import BACKENDS
+    from sim.adapters import gym_id
+    from sim.registry import Registry
+    from sim.tasks import TASKS, register_task
+
+    assert gym_id("panda_pick_place") == get_task("panda_pick_place").gym_id
+    with pytest.raises(ValueError, match="already registered"):
+        register_task(get_task("panda_reach").task, gym_id="embodied/Other-v0")
+    assert len(TASKS) == len(task_names())
+    with pytest.raises(ValueError, match=r"unknown simulation backend 'nope'; choose sim= one "
+                                         r"of \['isaaclab', 'mujoco', 'mujoco_warp'\]"):
+        make_env("panda_reach", backend="nope")
+    assert {"mujoco", "mujoco_warp", "isaaclab"} == set(BACKENDS)
+    lazy: Registry[object] = Registry("thing", KeyError)
+    lazy.register("path", "sim.math:wrap_angle")
+    assert "path" in lazy and lazy.get("path").__name__ == "wrap_angle"
+    with pytest.raises(KeyError, match=r"unknown thing 'x'; known: \['path'\]"):
+        lazy.get("x")
