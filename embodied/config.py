@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -33,13 +34,42 @@ def load_config(name: str, overrides: list[str] | None = None) -> DictConfig:
 
     Interpolations are resolved, so the returned config is what the run uses.
     """
+    overrides = list(overrides or [])
+    term_overrides = [o for o in overrides if _TERM_OVERRIDE.match(o)]
+    if term_overrides:  # name an unknown term (and the known ones) before Hydra refuses it
+        _check_terms(_compose(name, [o for o in overrides if o not in term_overrides]),
+                     term_overrides)
+    return _compose(name, overrides)
+
+
+def _compose(name: str, overrides: list[str]) -> DictConfig:
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-            cfg = compose(config_name=name, overrides=list(overrides or []))
+            cfg = compose(config_name=name, overrides=overrides)
     except HydraException as err:
         raise ConfigError(str(err)) from err
     OmegaConf.resolve(cfg)
     return cfg
+
+
+# task.rewards.<term>[.params.<param>] / task.observations.<term> overrides (with + or ~)
+_TERM_OVERRIDE = re.compile(
+    r"^[+~]{0,2}task\.(rewards|observations)\.([^.=]+)(?:\.params\.([^.=]+))?")
+
+
+def _check_terms(cfg: DictConfig, term_overrides: list[str]) -> None:
+    """A :class:`ConfigError` for an override of a term (or parameter) the task lacks."""
+    for override in term_overrides:
+        group, term, param = _TERM_OVERRIDE.match(override).groups()
+        kind = group[:-1]  # reward | observation
+        terms = (cfg.get("task") or {}).get(group) or {}
+        if term not in terms:
+            raise ConfigError(f"task '{cfg.task.name}' has no {kind} term '{term}'; its {kind} "
+                              f"terms: {list(terms)}")
+        params = terms[term].get("params") or {}
+        if param is not None and param not in params:
+            raise ConfigError(f"{kind} term '{term}' of task '{cfg.task.name}' has no "
+                              f"parameter '{param}'; its parameters: {list(params)}")
 
 
 def save_config(cfg: DictConfig, run_dir: Path) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from embodied.config import ConfigError, save_config
@@ -26,6 +26,9 @@ def env_kwargs(task_cfg: DictConfig) -> dict:
         kwargs["episode_length_s"] = float(task_cfg.episode_length_s)
     if task_cfg.get("action") is not None:
         kwargs["action"] = str(task_cfg.action)
+    terms = {k: task_cfg[k] for k in ("rewards", "observations") if task_cfg.get(k) is not None}
+    if terms:  # reward weights/params and observation noise over the task's defaults
+        kwargs["task_cfg"] = OmegaConf.to_container(OmegaConf.create(terms), resolve=True)
     return kwargs
 
 

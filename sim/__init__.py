@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
+from typing import Any
 
 from sim.gl import select_gl_backend
 
@@ -16,27 +18,18 @@ from sim.env import EnvConfig, TaskEnv
 from sim.mujoco_env import MujocoBatchEnv
 from sim.protocol import BatchedEnv, SimState
 from sim.randomization import DomainRandomization
-from sim.tasks import get_task_class, task_names
+from sim.task import TaskConfig, TaskConfigError
+from sim.tasks import task_names
 
 
-def make_env(task: str, num_envs: int = 16, backend: str = "mujoco", **cfg) -> BatchedEnv:
-    """A batched env of a registered task on a backend (see ``sim.backends.BACKENDS``):
-    ``mujoco`` (C MuJoCo, CPU; the default), ``mujoco_warp`` or ``isaaclab``. ``cfg``:
-    :class:`EnvConfig` settings. A backend that is not installed raises
-    :class:`BackendUnavailable` naming the install command."""
-    if backend == "mujoco":
-        return MujocoBatchEnv(get_task_class(task), EnvConfig(num_envs=num_envs), **cfg)
-    if backend == "mujoco_warp":
-        from sim.backends.mujoco_warp import mujoco_warp_physics
-
-        return TaskEnv(get_task_class(task), EnvConfig(num_envs=num_envs),
-                       physics=mujoco_warp_physics, **cfg)
-    if backend == "isaaclab":
-        from sim.backends.isaaclab import make_isaaclab_env
-
-        return make_isaaclab_env(task, num_envs, **cfg)
-    raise ValueError(f"unknown simulation backend '{backend}'; choose sim= one of "
-                     f"{list(BACKENDS)}")
+def make_env(task: str, num_envs: int = 16, backend: str = "mujoco",
+             task_cfg: Mapping[str, Any] | TaskConfig | None = None, **cfg: Any) -> BatchedEnv:
+    """A batched env of a registered task on a registered backend (``sim.backends.BACKENDS``):
+    ``mujoco`` (C MuJoCo, CPU; the default), ``mujoco_warp`` or ``isaaclab``. ``task_cfg``:
+    term settings over the task's defaults (``{"rewards": {"push_pose": {"weight": 2}}}``,
+    see :func:`sim.task.configure`); ``cfg``: :class:`EnvConfig` settings. A backend that is
+    not installed raises :class:`BackendUnavailable` naming the install command."""
+    return BACKENDS.get(backend).build(task, num_envs, task_cfg=task_cfg, **cfg)
 
 
 __all__ = [
@@ -48,6 +41,8 @@ __all__ = [
     "EnvConfig",
     "MujocoBatchEnv",
     "SimState",
+    "TaskConfig",
+    "TaskConfigError",
     "TaskEnv",
     "TaskNotSupported",
     "make_env",

@@ -215,6 +215,7 @@ class TaskEnv:
         if diverged.any():
             obs = torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
             reward = torch.where(diverged, 0.0, reward)
+            terms = {k: torch.where(diverged, 0.0, v) for k, v in terms.items()}
             self.diverged_total += int(diverged.sum())
             self.diverged_envs += diverged.long()
         reward = reward.to(torch.float32)
@@ -223,7 +224,7 @@ class TaskEnv:
         info: dict[str, Any] = {
             "success": success,
             "progress": progress.to(torch.float32),
-            "reward_terms": {k: v.mean().item() for k, v in terms.items()},
+            "reward_terms": {k: v.to(torch.float32) for k, v in terms.items()},
             "diverged": diverged,
             "time_outs": truncated,
         }

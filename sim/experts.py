@@ -1,30 +1,22 @@
-"""Scripted experts by task name: ``make_expert(env)`` for demonstrations and baselines."""
+"""Scripted experts: ``make_expert(env)`` for demonstrations and baselines (each task
+registers its own expert, see :mod:`sim.tasks.registry`)."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import torch
 
-if TYPE_CHECKING:
-    from sim.mujoco_env import MujocoBatchEnv
-
-# task name -> "module:Class" of its expert, imported on first use.
-_EXPERTS = {
-    "panda_reach": "sim.tasks.panda_reach:ReachExpert",
-    "panda_push": "sim.tasks.panda_push:PushExpert",
-    "panda_pick_place": "sim.tasks.panda_pick_place:PickPlaceExpert",
-}
+from sim.env import TaskEnv
+from sim.tasks import TASKS, get_task
 
 
 def expert_names() -> list[str]:
     """Names of the tasks that have a scripted expert."""
-    return sorted(_EXPERTS)
+    return [name for name in TASKS.names() if get_task(name).expert is not None]
 
 
-def make_expert(env: MujocoBatchEnv, noise: float = 0.0,
+def make_expert(env: TaskEnv, noise: float = 0.0,
                 seed: int = 0) -> Callable[[], torch.Tensor]:
     """The scripted expert of ``env.task``: a callable returning actions [B, action_dim].
 
@@ -32,9 +24,8 @@ def make_expert(env: MujocoBatchEnv, noise: float = 0.0,
     ``seed`` seeds the expert's own noise generator.
     """
     name = env.task.name
-    if name not in _EXPERTS:
+    expert = get_task(name).expert if name in TASKS else None
+    if expert is None:
         raise KeyError(f"no scripted expert for task '{name}'; experts exist for "
                        f"{expert_names()}")
-    module, cls = _EXPERTS[name].split(":")
-    expert_cls = getattr(importlib.import_module(module), cls)
-    return expert_cls(env.task, noise=noise, gen=torch.Generator().manual_seed(seed))
+    return expert(env.task, noise=noise, gen=torch.Generator().manual_seed(seed))

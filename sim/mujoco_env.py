@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from sim.backends.mujoco_c import MujocoPhysics, mujoco_physics
 from sim.env import EnvConfig, TaskEnv, compile_task_model
-from sim.task import Task
+from sim.task import Task, TaskConfig
+from sim.tasks import get_task
 
 
 class MujocoBatchEnv(TaskEnv):
@@ -17,4 +21,13 @@ class MujocoBatchEnv(TaskEnv):
         self.batch = self.physics.batch
 
 
-__all__ = ["EnvConfig", "MujocoBatchEnv", "compile_task_model"]
+def make_mujoco_env(task: str, num_envs: int = 16,
+                    task_cfg: Mapping[str, Any] | TaskConfig | None = None,
+                    **cfg: Any) -> MujocoBatchEnv:
+    """``sim=mujoco``: the registered ``task`` (with ``task_cfg`` term settings) on C MuJoCo;
+    ``cfg``: :class:`EnvConfig` settings."""
+    return MujocoBatchEnv(get_task(task).make_task(task_cfg), EnvConfig(num_envs=num_envs),
+                          **cfg)
+
+
+__all__ = ["EnvConfig", "MujocoBatchEnv", "compile_task_model", "make_mujoco_env"]

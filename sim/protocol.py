@@ -49,9 +49,10 @@ class BatchedEnv(Protocol):
     [B]: ``success`` (bool), ``progress`` (privileged, in [0, 1]), ``diverged``
     (bool: the simulation blew up, was reset, and is reported truncated; do not
     bootstrap from it), ``time_outs`` (= truncated); ``reward_terms`` (name ->
-    batch mean). When any env finished, also ``done_ids`` [D] and, as full
-    [B, ...] tensors valid at ``done_ids``: ``final_obs`` (the last observation
-    of the finished episode, for bootstrapping) and ``final_success``; and
+    the term's weighted reward [B]; the terms sum to the reward). When any env
+    finished, also ``done_ids`` [D] and, as full [B, ...] tensors valid at
+    ``done_ids``: ``final_obs`` (the last observation of the finished episode,
+    for bootstrapping) and ``final_success``; and
     aligned with ``done_ids``: ``episode_return``, ``episode_length``.
     """
 

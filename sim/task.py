@@ -2,15 +2,24 @@
 
 A task is written once against :class:`sim.protocol.SimState` with batched
 torch operations, so every backend (C MuJoCo on the CPU, GPU engines) runs the
-same task code. Subclasses declare their terms; the env sums and concatenates.
+same task code. Subclasses declare their terms as pure functions of the task
+(``observation_functions``, ``reward_functions``); a :class:`TaskConfig` holds
+every reward term's weight and parameters and every observation term's noise,
+so a weight sweep is a config change. The env sums and concatenates.
+
+Unlike Isaac Lab and mjlab, whose term configs also name the term's function,
+the functions stay with the task class and the config holds only numbers, so
+every setting is a plain Hydra override (``task.rewards.<term>.weight=...``).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
-from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from dataclasses import fields as dataclasses_fields
+from typing import Any, ClassVar
 
 import mujoco
 import torch
@@ -38,6 +47,72 @@ class RewardTerm:
     weight: float
 
 
+# Term name -> pure function of the task (and, for reward terms, the term's parameters).
+TermFunctions = Mapping[str, Callable[..., torch.Tensor]]
+
+
+@dataclass
+class RewardTermCfg:
+    """A reward term's setting: the env adds ``weight * func(task, **params)``."""
+
+    weight: float
+    params: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class ObsTermCfg:
+    """An observation term's setting: uniform +-``noise`` added in training."""
+
+    noise: float = 0.0
+
+
+@dataclass
+class TaskConfig:
+    """Every term setting of a task, by term name (reward terms are summed in this order)."""
+
+    rewards: dict[str, RewardTermCfg] = field(default_factory=dict)
+    observations: dict[str, ObsTermCfg] = field(default_factory=dict)
+
+
+class TaskConfigError(ValueError):
+    """A task config names a term or setting the task does not have (the message lists the
+    known ones)."""
+
+
+_TERM_GROUPS = {"rewards": "reward", "observations": "observation"}
+
+
+def configure(defaults: TaskConfig, overrides: Mapping[str, Any] | None,
+              task: str) -> TaskConfig:
+    """``defaults`` with ``overrides`` applied: ``{"rewards": {term: {"weight": w, "params":
+    {...}}}, "observations": {term: {"noise": n}}}``. Other keys of ``overrides`` (a whole
+    task config group entry may be passed) are ignored; an unknown term, setting or
+    parameter raises :class:`TaskConfigError`."""
+    cfg = copy.deepcopy(defaults)
+    for group, kind in _TERM_GROUPS.items():
+        terms = getattr(cfg, group)
+        for name, settings in ((overrides or {}).get(group) or {}).items():
+            if name not in terms:
+                raise TaskConfigError(f"task '{task}' has no {kind} term '{name}'; its {kind} "
+                                      f"terms: {list(terms)}")
+            term = terms[name]
+            for key, value in (settings or {}).items():
+                if key == "params" and isinstance(term, RewardTermCfg):
+                    unknown = sorted(set(value or {}) - set(term.params))
+                    if unknown:
+                        raise TaskConfigError(
+                            f"{kind} term '{name}' of task '{task}' has no parameter "
+                            f"{unknown[0]!r}; its parameters: {sorted(term.params)}")
+                    term.params.update({k: float(v) for k, v in (value or {}).items()})
+                elif key != "params" and hasattr(term, key):
+                    setattr(term, key, float(value))
+                else:
+                    known = [f.name for f in dataclasses_fields(term)]
+                    raise TaskConfigError(f"{kind} term '{name}' of task '{task}' has no "
+                                          f"setting '{key}'; its settings: {known}")
+    return cfg
+
+
 def per_step(fn: Callable) -> Callable:
     """Compute a derived quantity of the current state once per step.
 
@@ -57,12 +132,16 @@ def per_step(fn: Callable) -> Callable:
     return wrapper
 
 
-class Task(ABC):
+class Task:
     """Base class: a robot, a scene, terms, and per-env task state.
 
     The env calls, in order: ``build_scene`` (before compiling), ``setup``
     (after compiling), then per step ``apply_action`` -> physics ->
     ``post_physics`` -> terms; and ``reset`` for envs that finished.
+
+    Subclasses declare ``observation_functions`` (name -> ``fn(task)`` [B, d], in
+    observation order), ``reward_functions`` (name -> ``fn(task, **params)`` [B]) and
+    ``config_class``, whose defaults set every term's noise, weight and parameters.
     """
 
     name: str = ""
@@ -71,9 +150,20 @@ class Task(ABC):
     episode_length_s: float = 5.0
     cameras: tuple[str, ...] = ()
     action_type: str = "joint_position"  # default action space (sim/actions.py)
+    config_class: ClassVar[type[TaskConfig]] = TaskConfig
+    observation_functions: ClassVar[TermFunctions] = {}
+    reward_functions: ClassVar[TermFunctions] = {}
 
-    def __init__(self, robot: RobotSpec):
+    def __init__(self, robot: RobotSpec, cfg: TaskConfig | None = None):
         self.robot = robot
+        self.cfg = cfg if cfg is not None else self.config_class()
+        for group, fns in (("rewards", self.reward_functions),
+                           ("observations", self.observation_functions)):
+            terms = getattr(self.cfg, group)
+            if set(terms) != set(fns):
+                kind = _TERM_GROUPS[group]
+                raise TaskConfigError(f"task '{self.name}' {kind} terms {list(fns)} do not "
+                                      f"match its config's {list(terms)}")
         self.sim: SimState | None = None
         # The env's action mapping (set by the env; scripted experts act through it).
         self.action_map: JointPositionAction | None = None
@@ -111,13 +201,16 @@ class Task(ABC):
         :meth:`clear_cache` afterwards.
         """
 
-    @abstractmethod
     def observation_terms(self) -> list[ObsTerm]:
-        """The policy observation, in order."""
+        """The policy observation, in ``observation_functions`` order, noise from the config."""
+        return [ObsTerm(name, functools.partial(fn, self), self.cfg.observations[name].noise)
+                for name, fn in self.observation_functions.items()]
 
-    @abstractmethod
     def reward_terms(self) -> list[RewardTerm]:
-        """The weighted reward terms."""
+        """The weighted reward terms, in config order, weights and parameters from the config."""
+        return [RewardTerm(name, functools.partial(self.reward_functions[name], self,
+                                                   **term.params), term.weight)
+                for name, term in self.cfg.rewards.items()]
 
     def success(self) -> torch.Tensor:
         """bool [B]: the task is accomplished in the current state."""

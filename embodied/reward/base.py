@@ -20,12 +20,14 @@ Two kinds of model share this interface:
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
+
+from sim.registry import Registry
 
 
 @dataclass
@@ -57,7 +59,7 @@ class RewardModel(abc.ABC):
 
     requires_frames: bool = True
     requires_state: bool = False
-    registry_name: str | None = None  # set by @register_reward_model
+    registry_name: str | None = None  # the name it is registered under
 
     device: torch.device = torch.device("cpu")
     camera_names: tuple[str, ...] | None = None
@@ -181,30 +183,28 @@ def instructions(instruction: str | Sequence[str], batch: int) -> list[str]:
 
 
 # ------------------------------------------------------------------ registry
-_REGISTRY: dict[str, type[RewardModel]] = {}
+T = TypeVar("T")
 
-# Built-in models, imported on first use so `import embodied.reward` never pulls in
-# transformers (the `vlm` extra) unless a model that needs it is built.
-_BUILTIN = {
-    "sim_progress": "embodied.reward.oracle",
-    "clip": "embodied.reward.clip_zero_shot",
-    "prm": "embodied.reward.prm.model",
-    "vlm": "embodied.reward.vlm.progress",
-    "bt": "embodied.reward.bradley_terry",
-}
+REWARD_MODELS: Registry[type[RewardModel]] = Registry(
+    "reward model", ValueError, listing="available:",
+    hint=" (register your own with @register_reward_model)")
 
 
-def register_reward_model(name: str):
-    """Class decorator: a ``RewardModel`` buildable as ``make_reward_model({'name': name})``."""
+def register_reward_model(name: str, model: str | None = None) -> Callable[[type[T]], type[T]]:
+    """Register a ``RewardModel`` buildable as ``make_reward_model({'name': name})``.
 
-    def decorator(cls: type[RewardModel]) -> type[RewardModel]:
+    As a class decorator, ``@register_reward_model(name)``; or with ``model`` the
+    ``"module:Class"`` path of the class, imported on first use (the built-in models:
+    ``import embodied.reward`` never pulls in transformers unless a model needs it).
+    """
+    if model is not None:
+        REWARD_MODELS.register(name, model)
+
+    def decorator(cls: type[T]) -> type[T]:
         if not (isinstance(cls, type) and issubclass(cls, RewardModel)):
             raise TypeError(f"@register_reward_model('{name}') needs a RewardModel subclass, "
                             f"got {cls!r}")
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"reward model name '{name}' is already registered by "
-                             f"{_REGISTRY[name].__module__}.{_REGISTRY[name].__qualname__}")
-        _REGISTRY[name] = cls
+        REWARD_MODELS.register(name, cls)
         cls.registry_name = name
         return cls
 
@@ -213,19 +213,21 @@ def register_reward_model(name: str):
 
 def reward_model_names() -> list[str]:
     """Names ``make_reward_model`` accepts (built-in and registered)."""
-    return sorted(set(_REGISTRY) | set(_BUILTIN))
+    return REWARD_MODELS.names()
 
 
 def get_reward_model_class(name: str) -> type[RewardModel]:
     """The class registered as ``name`` (importing a built-in model's module on demand)."""
-    if name not in _REGISTRY and name in _BUILTIN:
-        import importlib
+    cls = REWARD_MODELS.get(name)
+    cls.registry_name = name
+    return cls
 
-        importlib.import_module(_BUILTIN[name])
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown reward model '{name}'; available: {reward_model_names()} "
-                         "(register your own with @register_reward_model)")
-    return _REGISTRY[name]
+
+register_reward_model("sim_progress", "embodied.reward.oracle:SimProgressReward")
+register_reward_model("clip", "embodied.reward.clip_zero_shot:ClipZeroShotReward")
+register_reward_model("prm", "embodied.reward.prm.model:LearnedPRM")
+register_reward_model("vlm", "embodied.reward.vlm.progress:VlmProgressReward")
+register_reward_model("bt", "embodied.reward.bradley_terry:BradleyTerryReward")
 
 
 def make_reward_model(cfg: Mapping[str, Any] | Any) -> RewardModel | None:

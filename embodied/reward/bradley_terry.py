@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from embodied.reward.base import RewardModel, RewardOutput, register_reward_model
+from embodied.reward.base import RewardModel, RewardOutput
 
 FORMAT = "embodied-bt"
 FORMAT_VERSION = 1
@@ -227,7 +227,6 @@ def load_bt(path: str | Path, device: str | torch.device = "cpu"
     return net, ckpt
 
 
-@register_reward_model("bt")
 class BradleyTerryReward(RewardModel):
     """A trained Bradley-Terry reward network (``checkpoint``: bt.pt or its run folder).
 

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 import torch
 
-from embodied.reward.base import RewardModel, RewardOutput, register_reward_model
+from embodied.reward.base import RewardModel, RewardOutput
 
 Fusion = Literal["mean", "min", "max", "embedding"]
 
@@ -75,7 +75,6 @@ def _features(out: Any) -> torch.Tensor:
     return pooled
 
 
-@register_reward_model("clip")
 class ClipZeroShotReward(RewardModel):
     """CLIP/SigLIP goal-baseline reward as progress in [0, 1] (see the module docstring).
 

@@ -23,10 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from embodied.reward.base import RewardModel, RewardOutput, register_reward_model
+from embodied.reward.base import RewardModel, RewardOutput
 
 
-@register_reward_model("sim_progress")
 class SimProgressReward(RewardModel):
     """Returns ``state[progress_key]`` as progress and ``state[success_key]`` as success."""
 

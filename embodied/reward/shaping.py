@@ -127,10 +127,9 @@ def combine_rewards(mode: RewardMode, env_reward: torch.Tensor, success: torch.T
                     prm_weight: float = 1.0) -> torch.Tensor:
     """The RL reward [B] of a reward mode.
 
-    - ``sparse``: ``sparse_weight * success``. ``info["reward_terms"]`` only holds batch
-      means, so the env's own success term cannot be read per env; the sparse reward is
-      recomputed from ``info["success"]`` (1 on every step the task's success condition
-      holds, e.g. the reach target within 4 cm; the tasks' own "success" terms weigh 10).
+    - ``sparse``: ``sparse_weight * success``, from ``info["success"]`` (1 on every step
+      the task's success condition holds, e.g. the reach target within 4 cm), not from
+      the task's own weighted "success" reward term.
     - ``prm``: ``prm_weight * F`` (the shaping term alone).
     - ``prm+sparse``: sparse + ``prm_weight * F`` (policy invariant w.r.t. sparse).
     - ``oracle``: the env's hand-designed dense reward (all task reward terms).

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import csv
 import math
+from collections import deque
 from pathlib import Path
 from typing import Any
+
+import torch
 
 
 class MetricsLogger:
@@ -61,6 +64,38 @@ class MetricsLogger:
         """Flush TensorBoard events."""
         if self._writer is not None:
             self._writer.close()
+
+
+class RewardTermStats:
+    """Per-episode sums of the env's weighted reward terms (``info["reward_terms"]``, name
+    -> [B]), over the last ``window`` finished episodes: the ``reward/<term>`` metrics.
+
+    The window is not part of checkpoints: after a resume it refills from new episodes.
+    """
+
+    def __init__(self, window: int):
+        self.window = window
+        self._running: dict[str, torch.Tensor] = {}
+        self._episodes: dict[str, deque[float]] = {}
+
+    def reset(self) -> None:
+        """Forget the episodes in flight (the envs were reset)."""
+        self._running.clear()
+
+    def step(self, terms: dict[str, torch.Tensor], done_ids: torch.Tensor | None) -> None:
+        """Add one step's terms; close the episodes of ``done_ids``."""
+        for name, value in terms.items():
+            running = self._running.setdefault(name, torch.zeros_like(value, dtype=torch.float64))
+            running += value
+            episodes = self._episodes.setdefault(name, deque(maxlen=self.window))
+            if done_ids is not None:
+                episodes.extend(running[done_ids].tolist())
+                running[done_ids] = 0.0
+
+    def means(self) -> dict[str, float]:
+        """``reward/<term>``: mean per-episode sum of each term (NaN before an episode ends)."""
+        return {f"reward/{name}": sum(eps) / len(eps) if eps else math.nan
+                for name, eps in self._episodes.items()}
 
 
 def read_metrics(path: Path) -> dict[str, list[float]]:

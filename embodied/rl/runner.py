@@ -24,7 +24,7 @@ import torch
 from tqdm import tqdm
 
 from embodied.rl.actor_critic import ActorCritic
-from embodied.rl.logger import MetricsLogger
+from embodied.rl.logger import MetricsLogger, RewardTermStats
 from embodied.rl.ppo import PPO, PPOConfig
 from embodied.rl.storage import RolloutStorage, bootstrap_time_outs
 from sim.protocol import BatchedEnv
@@ -99,6 +99,7 @@ class OnPolicyRunner:
         self.global_step = 0
         self.wall_time = 0.0  # seconds of training, summed over resumes
         self.episodes: deque[tuple[float, float, float]] = deque(maxlen=max(100, env.num_envs))
+        self.reward_terms = RewardTermStats(self.episodes.maxlen)
         self.obs: torch.Tensor | None = None  # None: reset the envs before the next rollout
         self.resumed_from: Path | None = None
 
@@ -110,6 +111,7 @@ class OnPolicyRunner:
         policy.train()  # the normaliser learns from what the policy sees
         if self.obs is None:
             self.obs = env.reset()
+            self.reward_terms.reset()
         storage.clear()
         diverged = 0
         for _ in range(cfg.num_steps):
@@ -129,6 +131,7 @@ class OnPolicyRunner:
                 for ret, ok, length in zip(info["episode_return"].tolist(), success.tolist(),
                                            info["episode_length"].tolist(), strict=True):
                     self.episodes.append((ret, float(ok), float(length)))
+            self.reward_terms.step(info.get("reward_terms", {}), info.get("done_ids"))
             diverged += int(info["diverged"].sum())
             storage.add(obs, actions, dist.mean, dist.stddev, log_probs, values, rewards,
                         terminated | truncated)
@@ -211,6 +214,7 @@ class OnPolicyRunner:
             "value_loss": stats["loss/value"],
             "action_std": self.policy.log_std.exp().mean().item(),
             "diverged": extra["diverged"],
+            **self.reward_terms.means(),
         }
 
     # ----------------------------------------------------------- checkpoints

@@ -4,7 +4,7 @@
 * :class:`SB3VecEnv` (Stable-Baselines3 ``VecEnv``; imported on first use)
 
 Importing this package registers every task of :func:`sim.tasks.task_names` with
-gymnasium as ``embodied/<CamelName>-v0`` (``panda_reach`` -> ``embodied/PandaReach-v0``)::
+gymnasium under the id the task registered (``panda_reach`` -> ``embodied/PandaReach-v0``)::
 
     import gymnasium, sim.adapters
     env = gymnasium.make("embodied/PandaReach-v0", episode_length_s=2.0)
@@ -24,7 +24,7 @@ from sim.adapters.gymnasium_vec import (
     GymnasiumVectorEnv,
     make_vector_env,
 )
-from sim.tasks import task_names
+from sim.tasks import get_task, task_names
 
 NAMESPACE = "embodied"
 
@@ -39,10 +39,9 @@ __all__ = [
 ]
 
 
-def gym_id(task: str, version: int = 0) -> str:
-    """The gymnasium id of a task name: ``panda_reach`` -> ``embodied/PandaReach-v0``."""
-    camel = "".join(part[:1].upper() + part[1:] for part in task.split("_"))
-    return f"{NAMESPACE}/{camel}-v{version}"
+def gym_id(task: str) -> str:
+    """The gymnasium id a task registered: ``panda_reach`` -> ``embodied/PandaReach-v0``."""
+    return get_task(task).gym_id
 
 
 def register_gymnasium_envs() -> list[str]:

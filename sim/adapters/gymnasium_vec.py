@@ -156,7 +156,7 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
 
     ``step`` returns ``(obs, reward, terminated, truncated, info)`` with a float32
     observation, and ``info`` holding ``success`` / ``is_success`` (bool),
-    ``progress`` (float), ``reward_terms`` (name -> float) and, at the end of an
+    ``progress`` (float), ``reward_terms`` (name -> weighted term reward) and, at the end of an
     episode, ``episode_return`` and ``episode_length``. When an episode ends the
     returned observation is its final one; the next ``reset()`` (without a seed)
     returns the first observation of the episode the batched env already started.
@@ -231,7 +231,7 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
         if "progress" in info:
             step_info["progress"] = float(info["progress"][0])
         if isinstance(info.get("reward_terms"), dict):
-            step_info["reward_terms"] = {k: float(v) for k, v in info["reward_terms"].items()}
+            step_info["reward_terms"] = {k: float(v[0]) for k, v in info["reward_terms"].items()}
         if term or trunc:
             self._next_obs = out
             out = to_numpy(info["final_obs"])[0].copy()

@@ -23,20 +23,20 @@ import os
 import socket
 import subprocess
 import time
+from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from robots import load_robot
 from sim.actions import make_action_map
 from sim.backends import BackendUnavailable
 from sim.backends.isaaclab_physics import check_supported
 from sim.backends.isaaclab_wire import decode, encode
 from sim.env import compile_task_model
-from sim.task import ObsTerm
-from sim.tasks import get_task_class
+from sim.task import ObsTerm, TaskConfig
+from sim.tasks import get_task
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-isaaclab"
@@ -85,12 +85,15 @@ class IsaacLabEnv:
     :class:`sim.protocol.BatchedEnv`. Tensors come back on the CPU."""
 
     def __init__(self, task: str, num_envs: int = 16, device: str | None = None,
-                 venv: Path = VENV, log_path: Path | None = None, **cfg: Any):
+                 venv: Path = VENV, log_path: Path | None = None,
+                 task_cfg: Mapping[str, Any] | TaskConfig | None = None, **cfg: Any):
         python = isaaclab_python(venv)
-        cls = get_task_class(task)
-        self.robot = load_robot(cls.robot_name)
+        entry = get_task(task)
+        cls = entry.task
+        local_task = entry.make_task(task_cfg)  # validates task_cfg before the worker starts
+        self.robot = local_task.robot
         # Refuse a task the backend cannot map before starting the worker.
-        check_supported(compile_task_model(cls(self.robot)), task)
+        check_supported(compile_task_model(local_task), task)
         from sim.backends.isaaclab_usd import cache_dir
 
         self.log_path = log_path or cache_dir() / f"worker-{os.getpid()}-{id(self):x}.log"
@@ -111,7 +114,8 @@ class IsaacLabEnv:
                for k, v in cfg.items()}
         try:
             info = self.call("make", timeout=STARTUP_TIMEOUT_S, task_name=task,
-                             num_envs=num_envs, device=device, cfg=cfg)
+                             num_envs=num_envs, device=device, cfg=cfg,
+                             task_cfg=dataclasses.asdict(local_task.cfg))
         except BaseException:
             self._kill()
             raise
@@ -219,8 +223,9 @@ class IsaacLabEnv:
 
 def make_isaaclab_env(task: str, num_envs: int = 16, **cfg: Any) -> IsaacLabEnv:
     """``sim=isaaclab``: ``task`` on Isaac Lab in a worker process (see :class:`IsaacLabEnv`).
-    ``cfg``: ``device`` (``cpu``/``cuda:0``; None: a GPU if the worker sees one) and
-    :class:`sim.env.EnvConfig` settings."""
+    ``cfg``: ``device`` (``cpu``/``cuda:0``; None: a GPU if the worker sees one),
+    ``task_cfg`` (term settings over the task's defaults) and :class:`sim.env.EnvConfig`
+    settings."""
     return IsaacLabEnv(task, num_envs, **cfg)
 
 

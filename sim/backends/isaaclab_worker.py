@@ -20,18 +20,18 @@ import torch
 from sim.backends.isaaclab_wire import decode, encode
 
 
-def build_env(task_name: str, num_envs: int, device: str | None, cfg: dict[str, Any]):
-    """``TaskEnv`` of ``task_name`` on :class:`IsaacLabPhysics` with EnvConfig settings ``cfg``."""
-    from robots import load_robot
+def build_env(task_name: str, num_envs: int, device: str | None, cfg: dict[str, Any],
+              task_cfg: dict[str, Any] | None = None):
+    """``TaskEnv`` of ``task_name`` (term settings ``task_cfg`` over its defaults) on
+    :class:`IsaacLabPhysics` with EnvConfig settings ``cfg``."""
     from sim.backends.isaaclab_physics import isaaclab_physics_factory
     from sim.env import EnvConfig, TaskEnv
     from sim.randomization import DomainRandomization
-    from sim.tasks import get_task_class
+    from sim.tasks import get_task
 
     if device is None:
         device = "cuda:0" if torch.cuda.is_available() else "cpu"
-    cls = get_task_class(task_name)
-    task = cls(load_robot(cls.robot_name))
+    task = get_task(task_name).make_task(task_cfg)
     cfg = dict(cfg)
     if isinstance(cfg.get("randomization"), dict):
         cfg["randomization"] = DomainRandomization(**cfg["randomization"])

@@ -19,12 +19,18 @@ requested envs (:meth:`MujocoWarpPhysics.mjdata`); ``EnvConfig.renderer`` choose
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import mujoco
 import numpy as np
 import torch
 
 from sim.backends import BackendUnavailable
 from sim.backends.model_lookup import ModelLookup
+from sim.env import EnvConfig, TaskEnv
+from sim.task import TaskConfig
+from sim.tasks import get_task
 
 INSTALL_HINT = ("MuJoCo Warp is not installed: install the project's 'gpu' extra, "
                 "`pip install -e '.[gpu]'` (or `EMBODIED_EXTRAS=dev,vlm,ros,gpu "
@@ -223,3 +229,12 @@ def mujoco_warp_physics(model: mujoco.MjModel, num_envs: int, decimation: int,
     if torch sees one, else Warp's CPU device)."""
     return MujocoWarpPhysics(model, num_envs, decimation, device=cfg.device,
                              randomize=cfg.randomization.enabled)
+
+
+def make_mujoco_warp_env(task: str, num_envs: int = 16,
+                         task_cfg: Mapping[str, Any] | TaskConfig | None = None,
+                         **cfg: Any) -> TaskEnv:
+    """``sim=mujoco_warp``: the registered ``task`` (with ``task_cfg`` term settings) on
+    MuJoCo Warp; ``cfg``: :class:`sim.env.EnvConfig` settings."""
+    return TaskEnv(get_task(task).make_task(task_cfg), EnvConfig(num_envs=num_envs),
+                   physics=mujoco_warp_physics, **cfg)

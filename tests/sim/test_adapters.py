@@ -57,7 +57,7 @@ class FakeBatchedEnv:
         truncated = self.step_count >= self.max_steps
         success = terminated.clone()
         info: dict[str, Any] = {"success": success, "progress": success.float(),
-                                "reward_terms": {"alive": 1.0},
+                                "reward_terms": {"alive": torch.ones(self.num_envs)},
                                 "diverged": torch.zeros(self.num_envs, dtype=torch.bool),
                                 "time_outs": truncated}
         done = terminated | truncated

@@ -11,7 +11,7 @@ from sim.tasks.go2_walk import (
     COMMAND_LOW,
     OBS_LAYOUT,
     RESAMPLE_S,
-    REWARD_WEIGHTS,
+    Go2WalkConfig,
     build_observation,
 )
 
@@ -27,7 +27,7 @@ def env():
 
 def test_observation_layout_and_size(env):
     obs = env.reset(seed=1)
-    assert env.obs_dim == sum(size for _, size, _ in OBS_LAYOUT) == 50
+    assert env.obs_dim == sum(size for _, size in OBS_LAYOUT) == 50
     assert obs.shape == (N, 50) and torch.isfinite(obs).all()
     assert env.action_dim == 12 and env.camera_names == ("head", "chase")
     # The pure function the ROS node reuses builds the env's (noiseless) observation.
@@ -61,7 +61,7 @@ def test_zero_actions_stand_for_two_seconds(env):
     weight = env.model.body_subtreemass[env.model.body("base").id] * 9.81
     assert (t.foot_forces.sum(1) > 0.5 * weight).all()
     assert (env.state.sensordata[:, t.trunk_touch] == 0).all()
-    assert set(info["reward_terms"]) == set(REWARD_WEIGHTS)
+    assert set(info["reward_terms"]) == set(Go2WalkConfig().rewards)
     # Success / progress measure the recent velocity tracking.
     stand, walk = slice(0, N // 2), slice(N // 2, N)
     assert info["success"][stand].all() and not info["success"][walk].any()

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from embodied.reward.base import RewardModel, RewardOutput, register_reward_model
+from embodied.reward.base import RewardModel, RewardOutput
 from embodied.reward.prm.checkpoint import load_prm
 from embodied.reward.prm.inference import make_scorer
 
@@ -25,7 +25,6 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-@register_reward_model("prm")
 class LearnedPRM(RewardModel):
     """Multi-view PRM loaded from a checkpoint of ``embodied reward train``."""
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from embodied.reward.base import RewardModel, RewardOutput, register_reward_model
+from embodied.reward.base import RewardModel, RewardOutput
 from embodied.reward.vlm.chat import UnparsedCounter, VlmChat, view_content
 from embodied.reward.vlm.parsing import parse_progress, parse_yes_no
 
@@ -39,7 +39,6 @@ DEFAULT_SUCCESS_PROMPT = (
     "{instruction}.\nIs the task complete? Answer yes or no.")
 
 
-@register_reward_model("vlm")
 class VlmProgressReward(RewardModel):
     """Progress (and optionally success) of B multi-view observations asked of a VLM.
 

@@ -9,7 +9,7 @@ import mujoco
 import torch
 
 from sim.math import quat_rotate_inverse, quat_to_matrix, yaw_quat
-from sim.task import ObsTerm, per_step
+from sim.task import ObsTermCfg, per_step
 from sim.tasks.panda_base import TABLE_TOP, PandaTask
 
 
@@ -64,6 +64,43 @@ def box_surface_distance(point: torch.Tensor, pos: torch.Tensor, quat: torch.Ten
     local = quat_rotate_inverse(quat, point - pos).abs() - half
     outside = local.clamp_min(0.0).norm(dim=1)
     return outside + local.amax(1).clamp_max(0.0)
+
+
+# ------------------------------------------------------ cube terms of a task
+def obs_cube_pos(task: CubeTask) -> torch.Tensor:
+    """[B, 3] cube centre."""
+    return task.cube_pos
+
+
+def obs_cube_rot6d(task: CubeTask) -> torch.Tensor:
+    """[B, 6] the cube's 6D orientation."""
+    return task.cube_rot6d
+
+
+def obs_cube_to_goal(task: CubeTask) -> torch.Tensor:
+    """[B, 3] goal minus cube centre."""
+    return task.goal - task.cube_pos
+
+
+def obs_ee_to_cube(task: CubeTask) -> torch.Tensor:
+    """[B, 3] cube centre minus tcp."""
+    return task.cube_pos - task.ee_pos
+
+
+def cube_to_goal(task: CubeTask, std: float) -> torch.Tensor:
+    """[B] tanh kernel of the planar cube-to-goal distance: ``1 - tanh(d / std)``."""
+    return 1.0 - torch.tanh(task.cube_goal_dist / std)
+
+
+# The cube's observation terms (after the arm's), in order, and their default noise.
+CUBE_OBSERVATIONS = {"cube_pos": obs_cube_pos, "cube_rot6d": obs_cube_rot6d,
+                     "cube_to_goal": obs_cube_to_goal, "ee_to_cube": obs_ee_to_cube}
+
+
+def cube_observation_config() -> dict[str, ObsTermCfg]:
+    """Default noise of the :data:`CUBE_OBSERVATIONS` terms."""
+    return {"cube_pos": ObsTermCfg(0.005), "cube_rot6d": ObsTermCfg(0.02),
+            "cube_to_goal": ObsTermCfg(0.005), "ee_to_cube": ObsTermCfg(0.005)}
 
 
 class CubeTask(PandaTask):
@@ -157,19 +194,6 @@ class CubeTask(PandaTask):
         return torch.stack([
             box_surface_distance(pads[:, i], self.cube_pos, self.cube_quat, self.cube_half)
             for i in range(pads.shape[1])], dim=1)
-
-    def cube_observation_terms(self) -> list[ObsTerm]:
-        """Cube position, 6D orientation, cube-to-goal and ee-to-cube vectors."""
-        return [
-            ObsTerm("cube_pos", lambda: self.cube_pos, noise=0.005),
-            ObsTerm("cube_rot6d", lambda: self.cube_rot6d, noise=0.02),
-            ObsTerm("cube_to_goal", lambda: self.goal - self.cube_pos, noise=0.005),
-            ObsTerm("ee_to_cube", lambda: self.cube_pos - self.ee_pos, noise=0.005),
-        ]
-
-    def observation_terms(self) -> list[ObsTerm]:
-        """Arm terms, then cube terms."""
-        return [*self.arm_observation_terms(), *self.cube_observation_terms()]
 
     def terminated(self) -> torch.Tensor:
         """The cube left the workspace (pushed or thrown off the table area)."""

@@ -1,7 +1,7 @@
 """What every Panda task shares: the scene's table, the arm's observation terms and
-the end-effector frame. The cube-on-the-table base is in :mod:`sim.tasks.cube_task`,
-the experts' IK in :mod:`sim.tasks.panda_ik` and their base in
-:mod:`sim.tasks.scripted_expert`.
+the end-effector frame. The cube-on-the-table base is in :mod:`sim.tasks.panda_base.cube`,
+the experts' IK in :mod:`sim.tasks.panda_base.ik` and their base in
+:mod:`sim.tasks.panda_base.expert`.
 
 Frames: the ``tcp`` site (the grasp centre between the finger pads) shares the
 hand's orientation; in the default pose the hand x axis is world x and the
@@ -16,7 +16,8 @@ import mujoco
 import torch
 
 from sim.math import quat_rotate
-from sim.task import ObsTerm, Task, add_floor_and_light, per_step, rows
+from sim.task import ObsTermCfg, Task, add_floor_and_light, per_step, rows
+from sim.terms import last_action
 
 TABLE_TOP = 0.0  # the arm's base stands on the table top; objects rest at z = TABLE_TOP
 WORKSPACE_CENTER = (0.5, 0.0)
@@ -39,10 +40,43 @@ def build_arm_observation(joint_pos: torch.Tensor, joint_vel: torch.Tensor,
                           default_pos: torch.Tensor, opening: torch.Tensor, ee_pos: torch.Tensor,
                           last_action: torch.Tensor) -> torch.Tensor:
     """The noiseless arm terms [B, 2 nj + 1 + 3 + na], in
-    :meth:`PandaTask.arm_observation_terms` order: joint positions minus default, scaled
+    :data:`ARM_OBSERVATIONS` order: joint positions minus default, scaled
     joint velocities, gripper opening, tcp position (arm base frame = world), last action."""
     return torch.cat([joint_pos - default_pos, JOINT_VEL_OBS_SCALE * joint_vel, opening,
                       ee_pos, last_action], dim=1)
+
+
+# ------------------------------------------------------- arm terms of a task
+def obs_joint_pos(task: PandaTask) -> torch.Tensor:
+    """[B, nj] joint positions relative to the default pose."""
+    return task.joint_pos - task.default_q
+
+
+def obs_joint_vel(task: PandaTask) -> torch.Tensor:
+    """[B, nj] joint velocities scaled by ``JOINT_VEL_OBS_SCALE``."""
+    return JOINT_VEL_OBS_SCALE * task.joint_vel
+
+
+def obs_gripper(task: PandaTask) -> torch.Tensor:
+    """[B, 1] gripper opening in [0, 1]."""
+    return task.gripper_opening
+
+
+def obs_ee_pos(task: PandaTask) -> torch.Tensor:
+    """[B, 3] tcp position (arm base frame = world)."""
+    return task.ee_pos
+
+
+# The arm's observation terms, in order, and their default noise.
+ARM_OBSERVATIONS = {"joint_pos": obs_joint_pos, "joint_vel": obs_joint_vel,
+                    "gripper": obs_gripper, "ee_pos": obs_ee_pos,
+                    "last_action": last_action}
+
+
+def arm_observation_config() -> dict[str, ObsTermCfg]:
+    """Default noise of the :data:`ARM_OBSERVATIONS` terms."""
+    return {"joint_pos": ObsTermCfg(0.01), "joint_vel": ObsTermCfg(0.01),
+            "gripper": ObsTermCfg(), "ee_pos": ObsTermCfg(), "last_action": ObsTermCfg()}
 
 
 class PandaTask(Task):
@@ -105,20 +139,6 @@ class PandaTask(Task):
         """[B, 1] in [0, 1]: 0 closed, 1 fully open."""
         g = self.robot.gripper
         return gripper_opening(self.sim.qpos[:, self.finger_qpos_ids], g.lower, g.upper)
-
-    def arm_observation_terms(self) -> list[ObsTerm]:
-        """Joint positions relative to default, joint velocities, gripper, ee, last action."""
-        return [
-            ObsTerm("joint_pos", lambda: self.joint_pos - self.default_q, noise=0.01),
-            ObsTerm("joint_vel", lambda: JOINT_VEL_OBS_SCALE * self.joint_vel, noise=0.01),
-            ObsTerm("gripper", lambda: self.gripper_opening),
-            ObsTerm("ee_pos", lambda: self.ee_pos),
-            ObsTerm("last_action", lambda: self.last_action),
-        ]
-
-    def action_rate(self) -> torch.Tensor:
-        """[B] squared change of the action since the previous step."""
-        return (self.last_action - self.prev_action).square().sum(1)
 
     def reset(self, env_ids: torch.Tensor, gen: torch.Generator) -> None:
         """Default pose +-0.05 rad per joint, gripper open."""

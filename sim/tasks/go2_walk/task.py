@@ -2,36 +2,36 @@
 
 The MDP follows the legged_gym / Isaac Lab flat-terrain velocity task for the Go2.
 
-Observation (50, in this order; :data:`OBS_LAYOUT`; no scaling, as in Isaac Lab)::
+Observation (50, in this order; :data:`OBS_LAYOUT`; no scaling, as in Isaac Lab;
+noise: :class:`Go2WalkConfig`)::
 
-    base_lin_vel       3   base linear velocity, base frame, m/s        noise +-0.1
-    base_ang_vel       3   base angular velocity, base frame, rad/s     noise +-0.2
-    projected_gravity  3   unit gravity direction in the base frame     noise +-0.05
-    velocity_command   3   (vx, vy, yaw rate) command                   no noise
-    gait_phase         2   (sin, cos) of the trot clock phase           no noise
-    joint_pos         12   joint position - default pose, robot order   noise +-0.01
-    joint_vel         12   joint velocity, rad/s                        noise +-1.5
-    last_action       12   the previous action                          no noise
+    base_lin_vel       3   base linear velocity, base frame, m/s
+    base_ang_vel       3   base angular velocity, base frame, rad/s
+    projected_gravity  3   unit gravity direction in the base frame
+    velocity_command   3   (vx, vy, yaw rate) command
+    gait_phase         2   (sin, cos) of the trot clock phase
+    joint_pos         12   joint position - default pose, robot order
+    joint_vel         12   joint velocity, rad/s
+    last_action       12   the previous action
 
-Each term is a small pure function of tensors (:func:`base_lin_vel_b`,
-:func:`projected_gravity`, :func:`joint_pos_rel`, ...) and
-:func:`build_observation` concatenates them, so the ROS deployment node builds
-the same vector from its JointState / Imu messages by calling these functions.
+Each term is a small pure function of tensors (:mod:`sim.tasks.go2_walk.terms`:
+:func:`base_lin_vel_b`, :func:`joint_pos_rel`, ...) and :func:`build_observation`
+concatenates them, so the ROS deployment node builds the same vector from its
+JointState / Imu messages by calling these functions.
 
-Rewards: weights are per second, as written in legged_gym / Isaac Lab
-(:data:`REWARD_WEIGHTS`), and are multiplied by the control dt (0.02 s) when
-the terms are built, as both frameworks do; a per-step reward is then on their
+Rewards (:class:`Go2WalkConfig`): weights are per second, as written in
+legged_gym / Isaac Lab, and are multiplied by the control dt (0.02 s) when the
+terms are built, as both frameworks do; a per-step reward is then on their
 scale and an episode return does not depend on the control rate. The
 termination penalty is scaled the same way (-200 -> -4 per fall).
 
-Gait clock: legged_gym's feet-air-time term is replaced by periodic-reward shaping
-(Siekmann et al. 2021; walk-these-ways, Margolis & Agrawal 2022): a trot clock
-(2 Hz, diagonal pairs half a period apart, :data:`GAIT_PERIOD_S`) whose phase is
-in the observation; ``gait_contact`` rewards each foot whose contact matches the
-clock (all feet down under a zero command) and ``feet_clearance`` pulls swinging
-feet to 8 cm. Without it PPO only learned to stand within 1.5M env steps here;
-with it the Go2 trots forward after under 1M (configs/algo/ppo/go2_walk.yaml).
-A deployment advances the same clock (:func:`advance_phase`) every control period.
+Gait clock: periodic-reward shaping (Siekmann et al. 2021; walk-these-ways,
+Margolis & Agrawal 2022) in place of legged_gym's feet-air-time term: a trot
+clock (2 Hz, diagonal pairs half a period apart, :data:`GAIT_PERIOD_S`) whose
+phase is in the observation; ``gait_contact`` rewards each foot whose contact
+matches the clock (all feet down under a zero command) and ``feet_clearance``
+pulls swinging feet to its ``height`` parameter. A deployment advances the same
+clock (:func:`advance_phase`) every control period.
 
 Contacts come from touch sensors added in :meth:`Go2Walk.build_scene` (feet:
 the robot's foot sites enlarged to 3 cm; trunk and thighs: new sites around
@@ -39,12 +39,10 @@ their collision geoms). Joint torques are estimated from the PD law and
 ``ctrl`` with the nominal gains (SimState exposes no actuator force).
 
 Commands: vx in [-1, 1] m/s, vy in [-0.3, 0.3] m/s, yaw rate in [-0.5, 0.5] rad/s
-(:data:`COMMAND_LOW` / :data:`COMMAND_HIGH`; legged_gym samples vy +-0.5 and yaw +-1
-with a curriculum), 10 % of them zero (standing).
+(:data:`COMMAND_LOW` / :data:`COMMAND_HIGH`), 10 % of them zero (standing).
 
-Episode: 20 s (legged_gym's default): with commands resampled every 5-10 s an
-episode sees 2-4 commands, so transitions between commands are trained, and a
-fall costs a large share of the return.
+Episode: 20 s: with commands resampled every 5-10 s an episode sees 2-4
+commands, and a fall costs a large share of the return.
 
 Success / progress (privileged, for reward models): exponential moving
 averages over ~1 s (:data:`TRACKING_EMA_S`) of the planar velocity error
@@ -58,13 +56,24 @@ quality 0), so success needs about a second of good tracking.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import mujoco
 import torch
 
+import sim.tasks.go2_walk.terms as terms
 from robots import RobotSpec
-from sim.math import projected_gravity, quat_rotate_inverse, yaw_quat
-from sim.task import ObsTerm, RewardTerm, Task, add_floor_and_light, as_index, rows
+from sim.math import projected_gravity, yaw_quat
+from sim.task import RewardTerm, Task, TermFunctions, add_floor_and_light, as_index, rows
+from sim.tasks.go2_walk.config import Go2WalkConfig
+from sim.tasks.go2_walk.terms import (
+    CONTACT_FORCE,
+    advance_phase,
+    base_lin_vel_b,
+    desired_contact,
+    tilt_angle,
+)
+from sim.terms import action_rate, last_action
 
 # --------------------------------------------------------------- constants
 # Measured once with MuJoCo kinematics on robots/go2 (default pose, base at z = 0.30):
@@ -76,25 +85,13 @@ RESET_HEIGHT = FEET_TOUCH_HEIGHT + 0.02  # clearance for the reset joint noise
 RESET_JOINT_NOISE = 0.1  # rad, uniform +-
 RESET_BASE_VEL = 0.2  # m/s and rad/s, uniform +- on each of the 6 base velocities
 
-# vx m/s, vy m/s, yaw rate rad/s. Narrower than legged_gym's (vy +-0.5, yaw +-1.0): without
-# its terrain/command curriculum and with ~100x fewer env steps on 2 cores, the wide lateral
-# and turning commands slowed learning to walk forward; vx keeps the full +-1 m/s.
+# vx m/s, vy m/s, yaw rate rad/s
 COMMAND_LOW = (-1.0, -0.3, -0.5)
 COMMAND_HIGH = (1.0, 0.3, 0.5)
 STANDING_FRACTION = 0.1  # share of sampled commands that are zero
 RESAMPLE_S = (5.0, 10.0)  # per-env interval between command resamples
 
-TRACKING_SIGMA2 = 0.25  # exp(-err^2 / 0.25): legged_gym's tracking_sigma, Isaac Lab std^2
-CONTACT_FORCE = 1.0  # N; touch-sensor reading that counts as contact
 FOOT_SITE_RADIUS = 0.03  # the foot sites are enlarged to cover the foot sphere (0.022)
-
-# Gait clock (periodic-reward shaping as in Siekmann et al. 2021 and walk-these-ways,
-# Margolis & Agrawal 2022): a trot, diagonal pairs in phase, half a period apart.
-GAIT_PERIOD_S = 0.5  # s; a 2 Hz trot
-GAIT_OFFSETS = (0.0, 0.5, 0.5, 0.0)  # per foot, robot.yaml order FL, FR, RL, RR
-GAIT_DUTY = 0.5  # share of the period a foot is in stance
-SWING_HEIGHT = 0.08  # m; target height of a swinging foot's centre (stance: ~0.022)
-STANDING_SPEED = 0.1  # command norm below which all feet are asked to stay down
 
 FALL_HEIGHT = 0.15  # m; base below this counts as fallen
 FALL_TILT = 1.0  # rad; base tilt (angle between base z and world z) beyond this: fallen
@@ -102,90 +99,6 @@ FALL_TILT = 1.0  # rad; base tilt (angle between base z and world z) beyond this
 TRACKING_EMA_S = 1.0  # s; time constant of the success / progress averages
 SUCCESS_LIN_ERR = 0.25  # m/s
 SUCCESS_YAW_ERR = 0.5  # rad/s
-
-# name, size, uniform noise range (+-)
-OBS_LAYOUT: tuple[tuple[str, int, float], ...] = (
-    ("base_lin_vel", 3, 0.1),
-    ("base_ang_vel", 3, 0.2),
-    ("projected_gravity", 3, 0.05),
-    ("velocity_command", 3, 0.0),
-    ("gait_phase", 2, 0.0),
-    ("joint_pos", 12, 0.01),
-    ("joint_vel", 12, 1.5),
-    ("last_action", 12, 0.0),
-)
-
-# Per-second weights (Isaac Lab velocity task, Go2 flat config); multiplied by control dt.
-REWARD_WEIGHTS: dict[str, float] = {
-    "track_lin_vel_xy": 1.5,
-    "track_ang_vel_z": 0.75,
-    "lin_vel_z": -2.0,
-    "ang_vel_xy": -0.05,
-    "joint_torques": -2.0e-4,
-    "joint_acc": -2.5e-7,
-    "action_rate": -0.01,
-    "gait_contact": 2.0,
-    "feet_clearance": -30.0,
-    "undesired_contacts": -1.0,
-    "flat_orientation": -2.5,
-    "termination": -200.0,
-}
-
-
-# ------------------------------------------------ observation pure functions
-def base_lin_vel_b(quat: torch.Tensor, lin_vel_w: torch.Tensor) -> torch.Tensor:
-    """Base linear velocity [B, 3] in the base frame, from the world-frame velocity.
-
-    ``quat`` [B, 4] is the base orientation (w, x, y, z). MuJoCo's freejoint
-    ``qvel[0:3]`` is world frame; its ``qvel[3:6]`` is already the body-frame
-    angular velocity (as an IMU's ``angular_velocity``) and needs no rotation.
-    """
-    return quat_rotate_inverse(quat, lin_vel_w)
-
-
-def joint_pos_rel(joint_pos: torch.Tensor, default_pos: torch.Tensor) -> torch.Tensor:
-    """Joint positions [B, nj] relative to the default pose (robot.yaml order)."""
-    return joint_pos - default_pos
-
-
-def gait_clock(phase: torch.Tensor) -> torch.Tensor:
-    """(sin, cos) [B, 2] of the gait phase [B] in [0, 1)."""
-    angle = 2.0 * math.pi * phase
-    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=1)
-
-
-def advance_phase(phase: torch.Tensor, dt: float) -> torch.Tensor:
-    """The gait phase [B] one control period ``dt`` later (wraps at 1)."""
-    return torch.remainder(phase + dt / GAIT_PERIOD_S, 1.0)
-
-
-def desired_contact(phase: torch.Tensor, command: torch.Tensor) -> torch.Tensor:
-    """[B, 4] bool: which feet the trot clock wants on the ground (all when standing)."""
-    offsets = torch.tensor(GAIT_OFFSETS, dtype=phase.dtype, device=phase.device)
-    stance = torch.remainder(phase[:, None] + offsets, 1.0) < GAIT_DUTY
-    standing = command.norm(dim=1) < STANDING_SPEED
-    return stance | standing[:, None]
-
-
-def build_observation(lin_vel_b: torch.Tensor, ang_vel_b: torch.Tensor, quat: torch.Tensor,
-                      command: torch.Tensor, phase: torch.Tensor, joint_pos: torch.Tensor,
-                      joint_vel: torch.Tensor, default_pos: torch.Tensor,
-                      last_action: torch.Tensor) -> torch.Tensor:
-    """The noiseless 50-d policy observation [B, 50] (layout :data:`OBS_LAYOUT`).
-
-    Inputs are batched [B, ...]: base-frame linear and angular velocity, base
-    orientation quaternion (w, x, y, z), command (vx, vy, yaw rate), gait phase
-    [B] in [0, 1) (advanced by :func:`advance_phase` every control period), joint
-    positions and velocities in robot.yaml order, default pose, previous action.
-    """
-    return torch.cat([lin_vel_b, ang_vel_b, projected_gravity(quat), command,
-                      gait_clock(phase), joint_pos_rel(joint_pos, default_pos), joint_vel,
-                      last_action], dim=1)
-
-
-def tilt_angle(gravity_b: torch.Tensor) -> torch.Tensor:
-    """Angle [B] between the base z axis and world up, from the projected gravity."""
-    return torch.acos((-gravity_b[:, 2]).clamp(-1.0, 1.0))
 
 
 # ------------------------------------------------------------------- task
@@ -201,10 +114,36 @@ class Go2Walk(Task):
     instruction = "walk forward at the commanded velocity"
     episode_length_s = 20.0
     cameras = ("head", "chase")
+    config_class = Go2WalkConfig
+    observation_functions: ClassVar[TermFunctions] = {
+        "base_lin_vel": terms.obs_base_lin_vel,
+        "base_ang_vel": terms.obs_base_ang_vel,
+        "projected_gravity": terms.obs_projected_gravity,
+        "velocity_command": terms.obs_velocity_command,
+        "gait_phase": terms.obs_gait_phase,
+        "joint_pos": terms.obs_joint_pos,
+        "joint_vel": terms.obs_joint_vel,
+        "last_action": last_action,
+    }
+    reward_functions: ClassVar[TermFunctions] = {
+        "track_lin_vel_xy": terms.track_lin_vel_xy,
+        "track_ang_vel_z": terms.track_ang_vel_z,
+        "lin_vel_z": terms.lin_vel_z,
+        "ang_vel_xy": terms.ang_vel_xy,
+        "joint_torques": terms.joint_torques,
+        "joint_acc": terms.joint_acc,
+        "action_rate": action_rate,
+        "gait_contact": terms.gait_contact,
+        "feet_clearance": terms.feet_clearance,
+        "undesired_contacts": terms.undesired_contacts,
+        "flat_orientation": terms.flat_orientation,
+        "termination": terms.termination,
+    }
 
-    def __init__(self, robot: RobotSpec, push_velocity: float = 0.5,
+    def __init__(self, robot: RobotSpec, cfg: Go2WalkConfig | None = None,
+                 push_velocity: float = 0.5,
                  push_interval_s: tuple[float, float] = (10.0, 15.0)):
-        super().__init__(robot)
+        super().__init__(robot, cfg)
         self.push_velocity = push_velocity
         self.push_interval_s = push_interval_s
         self.feet = tuple(robot.sites["feet"])
@@ -341,44 +280,10 @@ class Go2Walk(Task):
         return desired_contact(self.phase, self.commands)
 
     # ---------------------------------------------------------------- terms
-    def observation_terms(self) -> list[ObsTerm]:
-        """The 48-d observation, :data:`OBS_LAYOUT` order and noise."""
-        fns = {
-            "base_lin_vel": lambda: self.lin_vel_b,
-            "base_ang_vel": lambda: self.ang_vel_b,
-            "projected_gravity": lambda: self.gravity_b,
-            "velocity_command": lambda: self.commands,
-            "gait_phase": lambda: gait_clock(self.phase),
-            "joint_pos": lambda: joint_pos_rel(self.joint_pos, self.default_q),
-            "joint_vel": lambda: self.joint_vel,
-            "last_action": lambda: self.last_action,
-        }
-        return [ObsTerm(name, fns[name], noise) for name, _, noise in OBS_LAYOUT]
-
     def reward_terms(self) -> list[RewardTerm]:
-        """legged_gym / Isaac Lab terms; weights :data:`REWARD_WEIGHTS` x control dt."""
-        fns = {
-            "track_lin_vel_xy": lambda: torch.exp(
-                -(self.commands[:, :2] - self.lin_vel_b[:, :2]).square().sum(1)
-                / TRACKING_SIGMA2),
-            "track_ang_vel_z": lambda: torch.exp(
-                -(self.commands[:, 2] - self.ang_vel_b[:, 2]).square() / TRACKING_SIGMA2),
-            "lin_vel_z": lambda: self.lin_vel_b[:, 2].square(),
-            "ang_vel_xy": lambda: self.ang_vel_b[:, :2].square().sum(1),
-            "joint_torques": lambda: self.joint_torques.square().sum(1),
-            "joint_acc": lambda: self.joint_acc.square().sum(1),
-            "action_rate": lambda: (self.last_action - self.prev_action).square().sum(1),
-            "gait_contact": lambda: (self.foot_contact == self.desired_contact
-                                     ).to(torch.float64).mean(1),
-            "feet_clearance": lambda: ((self.foot_height - SWING_HEIGHT).square()
-                                       * ~self.desired_contact).sum(1),
-            "undesired_contacts": lambda: (self.sim.sensordata[:, self.thigh_touch]
-                                           > CONTACT_FORCE).sum(1).to(torch.float64),
-            "flat_orientation": lambda: self.gravity_b[:, :2].square().sum(1),
-            "termination": lambda: self.fallen.to(torch.float64),
-        }
-        return [RewardTerm(name, fns[name], w * self.sim.control_dt)
-                for name, w in REWARD_WEIGHTS.items()]
+        """The configured terms with their per-second weights multiplied by the control dt."""
+        return [RewardTerm(t.name, t.fn, t.weight * self.sim.control_dt)
+                for t in super().reward_terms()]
 
     # ------------------------------------------------------------- per step
     def post_physics(self) -> None:

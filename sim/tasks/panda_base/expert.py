@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 import torch
 
 from sim.tasks.panda_base import PandaTask
-from sim.tasks.panda_ik import DiffIK
+from sim.tasks.panda_base.ik import DiffIK
 
 
 class ScriptedExpert(ABC):

@@ -1,0 +1,33 @@
+"""panda_push's term settings: reward weights and parameters, observation noise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sim.task import ObsTermCfg, RewardTermCfg, TaskConfig
+from sim.tasks.panda_base import arm_observation_config
+from sim.tasks.panda_base.cube import cube_observation_config
+
+
+def _rewards() -> dict[str, RewardTermCfg]:
+    return {
+        "push_approach": RewardTermCfg(1.0),
+        "push_pose": RewardTermCfg(2.0, {"std": 0.05}),
+        "cube_to_goal": RewardTermCfg(4.0, {"std": 0.1}),
+        "gripper_open": RewardTermCfg(-1.0),
+        "action_rate": RewardTermCfg(-0.01),
+        "success": RewardTermCfg(10.0),
+    }
+
+
+def _observations() -> dict[str, ObsTermCfg]:
+    return {**arm_observation_config(), **cube_observation_config(),
+            "push_target_rel": ObsTermCfg(0.005)}
+
+
+@dataclass
+class PandaPushConfig(TaskConfig):
+    """panda_push's default term settings."""
+
+    rewards: dict[str, RewardTermCfg] = field(default_factory=_rewards)
+    observations: dict[str, ObsTermCfg] = field(default_factory=_observations)

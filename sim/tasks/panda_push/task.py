@@ -1,0 +1,129 @@
+"""panda_push: push a cube across the table into a goal region."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+
+from sim.task import TermFunctions, per_step
+from sim.tasks.panda_base import ARM_OBSERVATIONS, TABLE_TOP
+from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask, cube_to_goal
+from sim.tasks.panda_push.config import PandaPushConfig
+from sim.tasks.panda_push.terms import gripper_open, obs_push_target_rel, push_approach, push_pose
+from sim.terms import action_rate, success
+
+SUCCESS_RADIUS = 0.05  # planar cube centre to goal centre
+REST_HEIGHT = 0.01  # the cube counts as on the table below this lift
+CONTACT_DISTANCE = 0.01  # finger pad centre to cube surface
+REACHED_DISTANCE = 0.06  # tcp to cube centre: "at the cube"
+PUSH_STANDOFF = 0.015  # pushing pose: tcp this far behind the cube face opposite the goal
+PUSH_HEIGHT = 0.022  # pushing pose: tcp height above the table (the expert's)
+PUSH_LEAD = 0.02  # the reward's target leads the pushing pose by this towards the goal
+BACK_FACE_MARGIN = 0.01  # the tcp counts as behind the cube up to this past its back face
+APPROACH_SLOPE = 1.5  # approach: target height rises 1.5 cm per cm the tcp is past that
+APPROACH_LIFT = 0.12  # ... up to 12 cm above the pushing height (clears the cube)
+RELEASE_RADIUS = 0.03  # cube centre this close to the goal centre: the reward lets go of the tcp
+
+
+def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Tensor,
+                cube_half: float) -> torch.Tensor:
+    """[B, 3] where the dense push reward pulls the tcp (world frame).
+
+    The pushing pose (behind the cube on the side away from the goal, at pushing
+    height) moved ``PUSH_LEAD`` towards the goal: 5 mm inside the cube's back face,
+    so the closed fingers cannot reach it and pressing towards it pushes the cube
+    (a target outside the cube is a place to hover). While the tcp is past the
+    cube's back face (beside it or on the goal side) the target is raised by
+    ``APPROACH_SLOPE`` x that overshoot, up to ``APPROACH_LIFT``: the tcp comes
+    round over the cube instead of sweeping through it, and the lift depends on
+    the tcp's position along the push direction only, so no point on top of the
+    cube scores like the pushing pose. Once
+    the cube centre is within ``RELEASE_RADIUS`` of the goal the target is the
+    tcp itself: the shaping no longer steers the tcp and the policy can let go.
+    """
+    to_goal = goal_xy - cube_pos[:, :2]
+    direction = to_goal / to_goal.norm(dim=1, keepdim=True).clamp_min(1e-6)
+    target = torch.empty_like(cube_pos)
+    target[:, :2] = cube_pos[:, :2] - (cube_half + PUSH_STANDOFF - PUSH_LEAD) * direction
+    along = ((ee_pos[:, :2] - cube_pos[:, :2]) * direction).sum(1)
+    past = (along + cube_half + BACK_FACE_MARGIN).clamp_min(0.0)
+    target[:, 2] = TABLE_TOP + PUSH_HEIGHT + (APPROACH_SLOPE * past).clamp_max(APPROACH_LIFT)
+    # Cube at the goal: no target (the push direction is ill-conditioned there, and a
+    # target swinging round the cube would knock it out again).
+    return torch.where((to_goal.norm(dim=1) < RELEASE_RADIUS)[:, None], ee_pos, target)
+
+
+class PandaPush(CubeTask):
+    """Push a 5 cm cube (0.1 kg) into a green goal disc 10-20 cm away on the table.
+
+    Success: the cube rests on the table (lifted < 1 cm) with its centre within
+    5 cm (planar) of the goal centre. The episode terminates if the cube leaves
+    the workspace (x outside [0.1, 0.9] m or |y| > 0.6 m); a cube tipped onto
+    another face is still a cube, so tipping does not terminate.
+
+    Privileged progress in [0, 1] (1 exactly on success, else at most 0.99)::
+
+        pushed  = clip(1 - d_cube_goal / d_cube_goal_at_reset, 0, 1)
+        moved   = pushed > 0.1            # later stages imply the earlier ones
+        reach   = 1 if moved else clip((d0 - d_ee_cube) / (d0 - 0.06), 0, 1)
+        contact = 1 if moved or a finger pad is within 1 cm of the cube surface else 0
+        progress = 0.2 * reach + 0.1 * contact + 0.7 * pushed
+
+    (``d0`` is the tcp-to-cube distance at reset.)
+
+    Observation: the cube terms of :class:`CubeTask` plus ``push_target_rel``,
+    the reward's :func:`push_target` relative to the tcp (as panda_reach observes
+    its target): the policy need not derive the push direction from the cube and
+    goal positions itself.
+
+    Reward (weights and parameters: :class:`PandaPushConfig`): the dense "oracle"
+    terms ``push_approach`` (linear, a gradient from the start pose ~0.5 m away
+    where a tanh kernel is flat) and ``push_pose`` (tanh kernel) towards
+    :func:`push_target`, ``cube_to_goal``, ``gripper_open`` (a penalty: the
+    closed fingers are the pusher) and ``action_rate``, plus the sparse
+    ``success`` term; a sparse reward mode keeps only ``success``.
+    """
+
+    name = "panda_push"
+    instruction = "push the red cube into the green goal region"
+    episode_length_s = 5.0
+    goal_radius = SUCCESS_RADIUS
+    config_class = PandaPushConfig
+    observation_functions: ClassVar[TermFunctions] = {
+        **ARM_OBSERVATIONS, **CUBE_OBSERVATIONS, "push_target_rel": obs_push_target_rel}
+    reward_functions: ClassVar[TermFunctions] = {
+        "push_approach": push_approach, "push_pose": push_pose, "cube_to_goal": cube_to_goal,
+        "gripper_open": gripper_open, "action_rate": action_rate, "success": success}
+
+    @property
+    @per_step
+    def push_target(self) -> torch.Tensor:
+        """[B, 3] the dense reward's tcp target (:func:`push_target`)."""
+        return push_target(self.ee_pos, self.cube_pos, self.goal[:, :2], self.cube_half)
+
+    @property
+    @per_step
+    def ee_push_dist(self) -> torch.Tensor:
+        """[B] distance of the tcp to :attr:`push_target`."""
+        return (self.push_target - self.ee_pos).norm(dim=1)
+
+    @per_step
+    def success(self) -> torch.Tensor:
+        """Cube centre within 5 cm of the goal centre, resting on the table."""
+        return (self.cube_goal_dist < SUCCESS_RADIUS) & (self.cube_height < REST_HEIGHT)
+
+    def touching(self) -> torch.Tensor:
+        """[B] a finger pad is within 1 cm of the cube surface."""
+        return (self.pad_cube_distance() < CONTACT_DISTANCE).any(1)
+
+    def progress(self) -> torch.Tensor:
+        """Staged progress (see the class docstring)."""
+        pushed = (1.0 - self.cube_goal_dist / self.start_cube_goal).clamp(0.0, 1.0)
+        moved = pushed > 0.1
+        d0 = self.start_ee_cube
+        reach = ((d0 - self.ee_cube_dist) / (d0 - REACHED_DISTANCE).clamp_min(1e-3)).clamp(0, 1)
+        reach = torch.where(moved, 1.0, reach)
+        contact = (moved | self.touching()).to(torch.float64)
+        staged = 0.2 * reach + 0.1 * contact + 0.7 * pushed
+        return torch.where(self.success(), 1.0, staged.clamp(0.0, 0.99))
