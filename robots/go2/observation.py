@@ -20,16 +20,16 @@ from robots.math import projected_gravity, quat_rotate_inverse
 
 GAIT_PERIOD_S = 0.5  # s; a 2 Hz trot
 
-# name, size, uniform noise range (+-)
-OBS_LAYOUT: tuple[tuple[str, int, float], ...] = (
-    ("base_lin_vel", 3, 0.1),
-    ("base_ang_vel", 3, 0.2),
-    ("projected_gravity", 3, 0.05),
-    ("velocity_command", 3, 0.0),
-    ("gait_phase", 2, 0.0),
-    ("joint_pos", 12, 0.01),
-    ("joint_vel", 12, 1.5),
-    ("last_action", 12, 0.0),
+# name, size (in observation order)
+OBS_LAYOUT: tuple[tuple[str, int], ...] = (
+    ("base_lin_vel", 3),
+    ("base_ang_vel", 3),
+    ("projected_gravity", 3),
+    ("velocity_command", 3),
+    ("gait_phase", 2),
+    ("joint_pos", 12),
+    ("joint_vel", 12),
+    ("last_action", 12),
 )
 
 

@@ -63,16 +63,11 @@ import torch
 
 import sim.tasks.go2_walk.terms as terms
 from robots import RobotSpec
+from robots.go2.observation import advance_phase, base_lin_vel_b
 from sim.math import projected_gravity, yaw_quat
 from sim.task import RewardTerm, Task, TermFunctions, add_floor_and_light, as_index, rows
 from sim.tasks.go2_walk.config import Go2WalkConfig
-from sim.tasks.go2_walk.terms import (
-    CONTACT_FORCE,
-    advance_phase,
-    base_lin_vel_b,
-    desired_contact,
-    tilt_angle,
-)
+from sim.tasks.go2_walk.terms import CONTACT_FORCE, desired_contact, tilt_angle
 from sim.terms import action_rate, last_action
 
 # --------------------------------------------------------------- constants

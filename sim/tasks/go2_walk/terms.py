@@ -1,68 +1,25 @@
 """go2_walk's observation and reward terms: pure batched torch functions.
 
-The first group takes plain tensors (a deployment calls them with its sensor
-readings); the term functions take the task (a :class:`sim.tasks.go2_walk.task.Go2Walk`)
+The observation itself is built by the robot-side functions of
+:mod:`robots.go2.observation` (a deployment calls them with its sensor readings);
+the term functions here take the task (a :class:`sim.tasks.go2_walk.task.Go2Walk`)
 and are what its config weighs (:class:`sim.tasks.go2_walk.config.Go2WalkConfig`).
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-from sim.math import projected_gravity, quat_rotate_inverse
+from robots.go2.observation import gait_clock, joint_pos_rel
 from sim.task import Task
 
 CONTACT_FORCE = 1.0  # N; touch-sensor reading that counts as contact
 
-# name, size (in observation order)
-OBS_LAYOUT: tuple[tuple[str, int], ...] = (
-    ("base_lin_vel", 3),
-    ("base_ang_vel", 3),
-    ("projected_gravity", 3),
-    ("velocity_command", 3),
-    ("gait_phase", 2),
-    ("joint_pos", 12),
-    ("joint_vel", 12),
-    ("last_action", 12),
-)
-
 # Gait clock (periodic-reward shaping as in Siekmann et al. 2021 and walk-these-ways,
 # Margolis & Agrawal 2022): a trot, diagonal pairs in phase, half a period apart.
-GAIT_PERIOD_S = 0.5  # s; a 2 Hz trot
 GAIT_OFFSETS = (0.0, 0.5, 0.5, 0.0)  # per foot, robot.yaml order FL, FR, RL, RR
 GAIT_DUTY = 0.5  # share of the period a foot is in stance
 STANDING_SPEED = 0.1  # command norm below which all feet are asked to stay down
-
-
-# ------------------------------------------------ observation pure functions
-# The robot-side functions: plain tensors in, so a deployment (the ROS node) builds
-# the same observation from its JointState / Imu messages.
-def base_lin_vel_b(quat: torch.Tensor, lin_vel_w: torch.Tensor) -> torch.Tensor:
-    """Base linear velocity [B, 3] in the base frame, from the world-frame velocity.
-
-    ``quat`` [B, 4] is the base orientation (w, x, y, z). MuJoCo's freejoint
-    ``qvel[0:3]`` is world frame; its ``qvel[3:6]`` is already the body-frame
-    angular velocity (as an IMU's ``angular_velocity``) and needs no rotation.
-    """
-    return quat_rotate_inverse(quat, lin_vel_w)
-
-
-def joint_pos_rel(joint_pos: torch.Tensor, default_pos: torch.Tensor) -> torch.Tensor:
-    """Joint positions [B, nj] relative to the default pose (robot.yaml order)."""
-    return joint_pos - default_pos
-
-
-def gait_clock(phase: torch.Tensor) -> torch.Tensor:
-    """(sin, cos) [B, 2] of the gait phase [B] in [0, 1)."""
-    angle = 2.0 * math.pi * phase
-    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=1)
-
-
-def advance_phase(phase: torch.Tensor, dt: float) -> torch.Tensor:
-    """The gait phase [B] one control period ``dt`` later (wraps at 1)."""
-    return torch.remainder(phase + dt / GAIT_PERIOD_S, 1.0)
 
 
 def desired_contact(phase: torch.Tensor, command: torch.Tensor) -> torch.Tensor:
@@ -71,22 +28,6 @@ def desired_contact(phase: torch.Tensor, command: torch.Tensor) -> torch.Tensor:
     stance = torch.remainder(phase[:, None] + offsets, 1.0) < GAIT_DUTY
     standing = command.norm(dim=1) < STANDING_SPEED
     return stance | standing[:, None]
-
-
-def build_observation(lin_vel_b: torch.Tensor, ang_vel_b: torch.Tensor, quat: torch.Tensor,
-                      command: torch.Tensor, phase: torch.Tensor, joint_pos: torch.Tensor,
-                      joint_vel: torch.Tensor, default_pos: torch.Tensor,
-                      last_action: torch.Tensor) -> torch.Tensor:
-    """The noiseless 50-d policy observation [B, 50] (layout :data:`OBS_LAYOUT`).
-
-    Inputs are batched [B, ...]: base-frame linear and angular velocity, base
-    orientation quaternion (w, x, y, z), command (vx, vy, yaw rate), gait phase
-    [B] in [0, 1) (advanced by :func:`advance_phase` every control period), joint
-    positions and velocities in robot.yaml order, default pose, previous action.
-    """
-    return torch.cat([lin_vel_b, ang_vel_b, projected_gravity(quat), command,
-                      gait_clock(phase), joint_pos_rel(joint_pos, default_pos), joint_vel,
-                      last_action], dim=1)
 
 
 def tilt_angle(gravity_b: torch.Tensor) -> torch.Tensor:

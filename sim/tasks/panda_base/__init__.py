@@ -15,6 +15,10 @@ from __future__ import annotations
 import mujoco
 import torch
 
+from robots.panda.observation import (
+    JOINT_VEL_OBS_SCALE,
+    gripper_opening,
+)
 from sim.math import quat_rotate
 from sim.task import ObsTermCfg, Task, add_floor_and_light, per_step, rows
 from sim.terms import last_action
@@ -23,27 +27,6 @@ TABLE_TOP = 0.0  # the arm's base stands on the table top; objects rest at z = T
 WORKSPACE_CENTER = (0.5, 0.0)
 # Sliding, torsional, rolling friction of the table (MuJoCo takes the max of a contact pair).
 TABLE_FRICTION = (0.5, 0.005, 0.0001)
-
-
-JOINT_VEL_OBS_SCALE = 0.1  # joint velocities enter the observation scaled by this
-
-
-# ------------------------------------------------ observation pure functions
-# The arm terms as functions of plain tensors, so that a deployment (the ROS node)
-# builds the same vector from joint states and forward kinematics.
-def gripper_opening(finger_pos: torch.Tensor, lower: float, upper: float) -> torch.Tensor:
-    """[B, 1] in [0, 1] (0 closed, 1 open) from the finger joint positions [B, nf]."""
-    return (finger_pos.mean(1, keepdim=True) - lower) / (upper - lower)
-
-
-def build_arm_observation(joint_pos: torch.Tensor, joint_vel: torch.Tensor,
-                          default_pos: torch.Tensor, opening: torch.Tensor, ee_pos: torch.Tensor,
-                          last_action: torch.Tensor) -> torch.Tensor:
-    """The noiseless arm terms [B, 2 nj + 1 + 3 + na], in
-    :data:`ARM_OBSERVATIONS` order: joint positions minus default, scaled
-    joint velocities, gripper opening, tcp position (arm base frame = world), last action."""
-    return torch.cat([joint_pos - default_pos, JOINT_VEL_OBS_SCALE * joint_vel, opening,
-                      ee_pos, last_action], dim=1)
 
 
 # ------------------------------------------------------- arm terms of a task

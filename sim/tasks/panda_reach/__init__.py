@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from robots.panda.observation import build_reach_observation, target_rel
 from sim.tasks.panda_reach.config import PandaReachConfig
 from sim.tasks.panda_reach.expert import ReachExpert
 from sim.tasks.panda_reach.task import SUCCESS_RADIUS, TARGET_HIGH, TARGET_LOW, PandaReach
-from sim.tasks.panda_reach.terms import build_reach_observation, target_rel
 from sim.tasks.registry import register_task
 
 register_task(PandaReach, gym_id="embodied/PandaReach-v0", expert=ReachExpert)
