@@ -50,7 +50,7 @@ class ScriptedEnv:
         truncated = done & (kind != TERMINATING)
         info: dict[str, Any] = {"success": terminated.clone(), "progress": self.t / EPISODE,
                                 "diverged": diverged, "time_outs": truncated,
-                                "reward_terms": {"constant": REWARD}}
+                                "reward_terms": {"constant": torch.full((self.num_envs,), REWARD)}}
         if done.any():
             ids = done.nonzero().flatten()
             info |= {"done_ids": ids, "final_obs": obs.clone(),
