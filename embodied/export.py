@@ -39,8 +39,8 @@ from omegaconf import DictConfig, OmegaConf
 from torch import nn
 
 from embodied.rl.actor_critic import ActorCritic
+from embodied.rl.checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from embodied.rl.normalizer import EmpiricalNormalization
-from embodied.rl.runner import CheckpointError, find_checkpoint, load_checkpoint
 from sim.actions import ACTION_TYPES
 
 METADATA_FORMAT = 1
@@ -317,7 +317,7 @@ def export_run(run: str | Path, fmt: str = "both", checkpoint: str | Path | None
     and compared with the torch policy on random observations; an error above
     1e-6 (TorchScript) or 1e-5 (ONNX) raises :class:`ExportError`.
     """
-    from embodied.demo import env_kwargs
+    from embodied.envs import env_kwargs
     from sim import make_env
 
     if fmt not in FORMATS:
@@ -519,23 +519,3 @@ def check_against_env(meta: dict[str, Any], env: Any) -> None:
         raise PolicyMismatchError(
             f"policy for task '{meta.get('task')}' / robot '{meta.get('robot')}' does not fit "
             f"the env of task '{env.task.name}':\n  - " + "\n  - ".join(problems))
-
-
-# ---------------------------------------------------------------------- CLI
-def _size(n: int) -> str:
-    return f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
-
-
-def run_export(cfg: DictConfig) -> dict[str, Any]:
-    """`embodied export run=PATH [format=both|torchscript|onnx] [checkpoint=FILE] [out=DIR]`."""
-    torch.set_num_threads(int(cfg.get("torch_threads") or 1))
-    result = export_run(cfg.run, str(cfg.format), cfg.get("checkpoint"), cfg.get("out"),
-                        int(cfg.get("parity_samples") or 1024))
-    meta = result["metadata"]
-    print(f"exported {meta['task']} policy ({meta['robot']}, obs {meta['obs_dim']} -> action "
-          f"{meta['action_dim']}) from {result['checkpoint']}")
-    for name, art in result["artifacts"].items():
-        print(f"  {name:<12} {_size(art['bytes']):>10}  parity max |err| "
-              f"{art['parity_max_abs_error']:.2e}  sha256 {art['sha256'][:12]}")
-    print(f"  metadata     {Path(result['out_dir']) / 'policy.json'} (+ robot.yaml)")
-    return result

@@ -24,7 +24,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from embodied.reward.base import RewardModel, check_frames, instructions
+from embodied.reward.base import RewardModel, check_frames, instructions, make_reward_model
+from embodied.reward.oracle import SimProgressReward
 
 NO_PREFERENCE = 0.5
 
@@ -188,5 +189,27 @@ def label_pairs(labeller: PreferenceLabeller, frames: np.ndarray | torch.Tensor,
     return np.concatenate(out).astype(np.float32) if out else np.zeros(0, np.float32)
 
 
+def make_labeller(cfg: dict[str, Any], cameras: list[str]) -> PreferenceLabeller:
+    """The labeller of ``cfg`` (``kind``: sim | vlm | model; configs/commands/reward_bt.yaml)."""
+    kind = cfg.get("kind")
+    if kind == "sim":
+        return ScoreLabeller(SimProgressReward(), cfg.get("margin", 0.05), cameras)
+    if kind == "vlm":
+        return VlmPreferenceLabeller(**dict(cfg.get("vlm") or {}))
+    if kind == "model":
+        if not cfg.get("model"):
+            raise ValueError("labeller.kind=model needs labeller.model (a reward model "
+                             "config such as {name: vlm, model: PATH})")
+        return ScoreLabeller(make_reward_model(cfg["model"]), cfg.get("margin", 0.05), cameras)
+    raise ValueError(f"labeller.kind must be sim, vlm or model, got '{kind}'")
+
+
+def preference_counts(labels: np.ndarray) -> dict[str, int]:
+    """How many labels prefer the first, the second, neither, or are missing (NaN)."""
+    return {"first": int((labels == 1).sum()), "second": int((labels == 0).sum()),
+            "no_preference": int((labels == 0.5).sum()), "unlabelled": int(np.isnan(labels).sum())}
+
+
 __all__ = ["DEFAULT_PREFERENCE_PROMPT", "NO_PREFERENCE", "PreferenceLabeller",
-           "ScoreLabeller", "VlmPreferenceLabeller", "label_pairs", "sample_pairs"]
+           "ScoreLabeller", "VlmPreferenceLabeller", "label_pairs", "make_labeller",
+           "preference_counts", "sample_pairs"]

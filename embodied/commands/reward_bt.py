@@ -1,4 +1,4 @@
-"""``embodied reward bt``: preference labels on simulated frames -> a Bradley-Terry reward model.
+"""`embodied reward bt`: preference labels on simulated frames -> a Bradley-Terry reward model.
 
 Steps: frames (a PRM frame dataset from ``data=``, or simulated now with the PRM's
 ``simulate``), pairs of states sampled from the training episodes, labels from the
@@ -24,6 +24,8 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from embodied.commands.registry import command
+from embodied.config import save_config
 from embodied.reward.bradley_terry import (
     BradleyTerryReward,
     BTConfig,
@@ -33,44 +35,15 @@ from embodied.reward.bradley_terry import (
     save_bt,
     train_bradley_terry,
 )
-from embodied.reward.preferences import (
-    PreferenceLabeller,
-    ScoreLabeller,
-    VlmPreferenceLabeller,
-    label_pairs,
-    sample_pairs,
-)
+from embodied.reward.preferences import label_pairs, make_labeller, preference_counts, sample_pairs
+from embodied.reward.prm.data import DataConfig, load_frames, save_frames, simulate
+from embodied.reward.prm.evaluate import evaluate
 
 
-def make_labeller(cfg: dict[str, Any], cameras: list[str]) -> PreferenceLabeller:
-    """The labeller of ``cfg`` (``kind``: sim | vlm | model; see configs/bt.yaml)."""
-    from embodied.reward.base import make_reward_model
-    from embodied.reward.oracle import SimProgressReward
-
-    kind = cfg.get("kind")
-    if kind == "sim":
-        return ScoreLabeller(SimProgressReward(), cfg.get("margin", 0.05), cameras)
-    if kind == "vlm":
-        return VlmPreferenceLabeller(**dict(cfg.get("vlm") or {}))
-    if kind == "model":
-        if not cfg.get("model"):
-            raise ValueError("labeller.kind=model needs labeller.model (a reward model "
-                             "config such as {name: vlm, model: PATH})")
-        return ScoreLabeller(make_reward_model(cfg["model"]), cfg.get("margin", 0.05), cameras)
-    raise ValueError(f"labeller.kind must be sim, vlm or model, got '{kind}'")
-
-
-def _counts(labels: np.ndarray) -> dict[str, int]:
-    return {"first": int((labels == 1).sum()), "second": int((labels == 0).sum()),
-            "no_preference": int((labels == 0.5).sum()), "unlabelled": int(np.isnan(labels).sum())}
-
-
+@command("reward bt", "train a Bradley-Terry reward model from preference labels (simulator "
+         "progress or a VLM judge)", errors=(FileNotFoundError, ValueError))
 def run_bt(cfg: DictConfig) -> dict[str, Any]:
     """Label, train and evaluate as configured; returns the metrics (also in metrics.json)."""
-    from embodied.config import save_config
-    from embodied.reward.prm.data import DataConfig, load_frames, save_frames, simulate
-    from embodied.reward.prm.evaluate import evaluate
-
     torch.set_num_threads(int(cfg.torch_threads))
     out = Path(cfg.run_dir)
     save_config(cfg, out)
@@ -116,7 +89,7 @@ def run_bt(cfg: DictConfig) -> dict[str, Any]:
     label_acc, _ = preference_accuracy(data.progress, a, b, labels)  # labeller vs truth
     metrics: dict[str, Any] = {
         "task": data.meta["task"], "labeller": cfg.labeller.kind,
-        "pairs": len(a), "labels": _counts(labels),
+        "pairs": len(a), "labels": preference_counts(labels),
         "labeller_accuracy": label_acc,   # the labels' agreement with the true progress
         "train_pairs_used": history["pairs"], "train_accuracy": history["train_acc"],
         "train_accuracy_true": preference_accuracy(r, a, b, true_train)[0],
@@ -132,5 +105,3 @@ def run_bt(cfg: DictConfig) -> dict[str, Any]:
     print(f"  checkpoint: {path}  (reward=bt reward.model.checkpoint={out})")
     return metrics
 
-
-__all__ = ["make_labeller", "run_bt"]

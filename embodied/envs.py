@@ -1,0 +1,43 @@
+"""Batched envs from command configs: the ``task`` and ``sim`` groups -> ``sim.make_env``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig
+
+from sim import DomainRandomization, make_env
+from sim.protocol import BatchedEnv
+
+
+def env_kwargs(task_cfg: DictConfig) -> dict[str, Any]:
+    """Env settings from a task config group entry."""
+    kwargs = {"obs_noise": bool(task_cfg.obs_noise),
+              "randomization": DomainRandomization(enabled=bool(task_cfg.randomization.enabled))}
+    if task_cfg.episode_length_s is not None:
+        kwargs["episode_length_s"] = float(task_cfg.episode_length_s)
+    if task_cfg.get("action") is not None:
+        kwargs["action"] = str(task_cfg.action)
+    return kwargs
+
+
+def sim_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """``make_env`` arguments of the command's ``sim`` group (backend, device, renderer)."""
+    sim = cfg.get("sim") or {"name": "mujoco"}
+    kwargs = {"backend": str(sim["name"])}
+    for key in ("device", "renderer"):
+        if sim.get(key) is not None:
+            kwargs[key] = str(sim[key])
+    return kwargs
+
+
+def thread_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """``nthread`` from the command's ``physics_threads`` (nothing if unset: all cores)."""
+    threads = cfg.get("physics_threads")
+    return {} if threads is None else {"nthread": int(threads)}
+
+
+def make_train_env(cfg: DictConfig, num_envs: int, seed: int) -> BatchedEnv:
+    """The task's batched env on the ``sim`` backend with the task config's settings."""
+    return make_env(cfg.task.name, num_envs=num_envs, seed=seed, **env_kwargs(cfg.task),
+                    **sim_kwargs(cfg), **thread_kwargs(cfg))
