@@ -1,11 +1,11 @@
 """`embodied reward bt`: preference labels on simulated frames -> a Bradley-Terry reward model.
 
-Steps: frames (a PRM frame dataset from ``data=``, or simulated now with the PRM's
-``simulate``), pairs of states sampled from the training episodes, labels from the
-configured labeller (``sim``: the simulator's true progress; ``vlm``: a generative VLM
-asked which state shows more progress; ``model``: any reward model's scores), Bradley-
-Terry training, then evaluation on held-out episodes: pairwise accuracy against the
-simulator's progress, and the PRM metrics (VOC, correlation, ...) with a PNG.
+Steps: frames (a PRM frame dataset from ``data=``, or simulated now), pairs of states
+sampled from the training episodes, labels from the configured labeller (``sim``: the
+simulator's true progress; ``vlm``: a generative VLM asked which state shows more
+progress; ``model``: any reward model's scores), Bradley-Terry training, then
+evaluation on held-out episodes: pairwise accuracy against the simulator's progress,
+and the PRM metrics (VOC, correlation, ...) with a PNG.
 
 Writes to ``run_dir``: ``bt.pt`` (the reward model: ``reward=bt
 reward.model.checkpoint=<run_dir>``), ``pairs.npz`` (a, b, labels), ``metrics.json``,
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +29,18 @@ from embodied.reward.bradley_terry import (
     BradleyTerryReward,
     BTConfig,
     fit_normaliser,
-    preference_accuracy,
     rewards,
     save_bt,
     train_bradley_terry,
 )
-from embodied.reward.preferences import label_pairs, make_labeller, preference_counts, sample_pairs
-from embodied.reward.prm.data import DataConfig, load_frames, save_frames, simulate
+from embodied.reward.preferences import (
+    label_pairs,
+    make_labeller,
+    preference_counts,
+    sample_pairs,
+    true_preference_accuracy,
+)
+from embodied.reward.prm.data import DataConfig, load_or_simulate
 from embodied.reward.prm.evaluate import evaluate
 
 
@@ -47,61 +51,47 @@ def run_bt(cfg: DictConfig) -> dict[str, Any]:
     torch.set_num_threads(int(cfg.torch_threads))
     out = Path(cfg.run_dir)
     save_config(cfg, out)
-    t0 = time.perf_counter()
-    if cfg.data:
-        data = load_frames(cfg.data)
-    else:
-        sim_cfg = OmegaConf.to_container(cfg.simulate, resolve=True)
-        data = simulate(DataConfig(task=cfg.task.name, **sim_cfg), progress_bar=cfg.progress)
-        save_frames(data, out / "frames")
-    t_data = time.perf_counter() - t0
-    truth = {"progress": data.progress, "success": data.success}
+    start = time.perf_counter()
+    sim_cfg = DataConfig(task=cfg.task.name, **OmegaConf.to_container(cfg.simulate, resolve=True))
+    data, _ = load_or_simulate(cfg.data or None, sim_cfg, out / "frames", bool(cfg.progress))
+    seconds = {"data": time.perf_counter() - start}
     rng = np.random.default_rng(int(cfg.seed))
     a, b = sample_pairs(data.episode_rows("train"), int(cfg.pairs), rng,
                         float(cfg.within_episode))
     labeller = make_labeller(OmegaConf.to_container(cfg.labeller, resolve=True), data.cameras)
-    t0 = time.perf_counter()
-    labels = label_pairs(labeller, data.frames, a, b, data.instruction, state=truth,
+    start = time.perf_counter()
+    labels = label_pairs(labeller, data.frames, a, b, data.instruction,
+                         state={"progress": data.progress, "success": data.success},
                          batch_size=int(cfg.label_batch_size), progress_bar=cfg.progress)
-    t_label = time.perf_counter() - t0
+    seconds["label"] = time.perf_counter() - start
     np.savez(out / "pairs.npz", a=a, b=b, labels=labels)
 
-    known = {f.name for f in fields(BTConfig)}
-    bt_cfg = BTConfig(**{k: v for k, v in OmegaConf.to_container(cfg.bt).items() if k in known})
-    t0 = time.perf_counter()
+    bt_cfg = BTConfig.from_dict(OmegaConf.to_container(cfg.bt))
+    start = time.perf_counter()
     net, history = train_bradley_terry(
         data.frames, a, b, labels, bt_cfg,
         log=(lambda e, loss: print(f"epoch {e + 1}/{bt_cfg.epochs}  loss {loss:.4f}"))
         if cfg.progress else None)
-    t_train = time.perf_counter() - t0
+    seconds["train"] = time.perf_counter() - start
     r = rewards(net, data.frames)
     path = save_bt(out / "bt.pt", net, bt_cfg, data.cameras,
                    fit_normaliser(r[data.rows("train")]),
                    {"task": data.meta["task"], "instruction": data.instruction})
-
-    # Held out: pairs of val episodes judged by the simulator's true progress.
-    va, vb = sample_pairs(data.episode_rows("val"), int(cfg.val_pairs), rng,
-                          float(cfg.within_episode))
-    sim = make_labeller({"kind": "sim", "margin": cfg.labeller.margin}, data.cameras)
-    true_val = label_pairs(sim, data.frames, va, vb, data.instruction, state=truth)
-    true_train = label_pairs(sim, data.frames, a, b, data.instruction, state=truth)
-    val_acc, val_n = preference_accuracy(r, va, vb, true_val)
-    label_acc, _ = preference_accuracy(data.progress, a, b, labels)  # labeller vs truth
+    truth = true_preference_accuracy(r, data, a, b, labels, float(cfg.labeller.margin),
+                                     int(cfg.val_pairs), rng, float(cfg.within_episode))
     metrics: dict[str, Any] = {
         "task": data.meta["task"], "labeller": cfg.labeller.kind,
         "pairs": len(a), "labels": preference_counts(labels),
-        "labeller_accuracy": label_acc,   # the labels' agreement with the true progress
+        "labeller_accuracy": truth["labeller_accuracy"],
         "train_pairs_used": history["pairs"], "train_accuracy": history["train_acc"],
-        "train_accuracy_true": preference_accuracy(r, a, b, true_train)[0],
-        "val_pairwise_accuracy": val_acc, "val_pairs": val_n,
-        "loss": history["loss"],
-        "seconds": {"data": t_data, "label": t_label, "train": t_train},
+        "train_accuracy_true": truth["train_accuracy_true"],
+        "val_pairwise_accuracy": truth["val_pairwise_accuracy"], "val_pairs": truth["val_pairs"],
+        "loss": history["loss"], "seconds": seconds,
     }
-    model = BradleyTerryReward(path)
-    metrics["eval"] = evaluate(model, data, "val", plot=out / "progress.png")
+    metrics["eval"] = evaluate(BradleyTerryReward(path), data, "val", plot=out / "progress.png")
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=float))
-    print(f"Bradley-Terry reward: held-out pairwise accuracy {val_acc:.3f} ({val_n} pairs); "
-          f"labeller agreement with true progress {label_acc:.3f}")
+    print(f"Bradley-Terry reward: held-out pairwise accuracy {truth['val_pairwise_accuracy']:.3f} "
+          f"({truth['val_pairs']} pairs); labeller agreement with true progress "
+          f"{truth['labeller_accuracy']:.3f}")
     print(f"  checkpoint: {path}  (reward=bt reward.model.checkpoint={out})")
     return metrics
-

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from embodied.commands.registry import command
 from embodied.config import save_config
 from embodied.reward.prm.checkpoint import CHECKPOINT_NAME, save_prm
-from embodied.reward.prm.data import DataConfig, load_frames, save_frames, simulate
+from embodied.reward.prm.data import DataConfig, load_or_simulate
 from embodied.reward.prm.evaluate import evaluate, print_metrics
 from embodied.reward.prm.model import LearnedPRM
 from embodied.reward.prm.network import PRMConfig
@@ -33,10 +33,8 @@ def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
     start = time.perf_counter()
     if path is None:
         print(f"simulating {data_cfg['episodes']} episodes of {cfg.task.name} ...", flush=True)
-        data = simulate(DataConfig(task=cfg.task.name, **data_cfg), progress_bar=True)
-        path = save_frames(data, run_dir / "data")
-    else:
-        data = load_frames(path)
+    data, path = load_or_simulate(path, DataConfig(task=cfg.task.name, **data_cfg),
+                                  run_dir / "data", progress_bar=True)
     sim_s = time.perf_counter() - start
     print(f"dataset {path}: {len(data.progress)} states of {len(data.episodes)} episodes "
           f"({sim_s:.0f} s)", flush=True)

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from embodied.reward.base import RewardModel, check_frames, instructions, make_reward_model
+from embodied.reward.bradley_terry import preference_accuracy
 from embodied.reward.oracle import SimProgressReward
 
 NO_PREFERENCE = 0.5
@@ -210,6 +211,28 @@ def preference_counts(labels: np.ndarray) -> dict[str, int]:
             "no_preference": int((labels == 0.5).sum()), "unlabelled": int(np.isnan(labels).sum())}
 
 
+
+def true_preference_accuracy(reward: np.ndarray, data: Any, a: np.ndarray, b: np.ndarray,
+                             labels: np.ndarray, margin: float, val_pairs: int,
+                             rng: np.random.Generator, within_episode: float = 0.5
+                             ) -> dict[str, Any]:
+    """How well ``reward`` [rows] and the ``labels`` of the pairs (a, b) agree with the truth.
+
+    ``data`` is a PRM frame dataset (:class:`embodied.reward.prm.data.FrameDataset`);
+    the truth is the simulator's progress, labelled with ``margin``. Held out:
+    ``val_pairs`` pairs of the validation episodes.
+    """
+    truth = {"progress": data.progress, "success": data.success}
+    va, vb = sample_pairs(data.episode_rows("val"), val_pairs, rng, within_episode)
+    sim = make_labeller({"kind": "sim", "margin": margin}, data.cameras)
+    true_val = label_pairs(sim, data.frames, va, vb, data.instruction, state=truth)
+    true_train = label_pairs(sim, data.frames, a, b, data.instruction, state=truth)
+    val_acc, val_n = preference_accuracy(reward, va, vb, true_val)
+    return {"labeller_accuracy": preference_accuracy(data.progress, a, b, labels)[0],
+            "train_accuracy_true": preference_accuracy(reward, a, b, true_train)[0],
+            "val_pairwise_accuracy": val_acc, "val_pairs": val_n}
+
+
 __all__ = ["DEFAULT_PREFERENCE_PROMPT", "NO_PREFERENCE", "PreferenceLabeller",
            "ScoreLabeller", "VlmPreferenceLabeller", "label_pairs", "make_labeller",
-           "preference_counts", "sample_pairs"]
+           "preference_counts", "sample_pairs", "true_preference_accuracy"]
