@@ -37,7 +37,13 @@ def thread_kwargs(cfg: DictConfig) -> dict[str, Any]:
     return {} if threads is None else {"nthread": int(threads)}
 
 
-def make_train_env(cfg: DictConfig, num_envs: int, seed: int) -> BatchedEnv:
-    """The task's batched env on the ``sim`` backend with the task config's settings."""
-    return make_env(cfg.task.name, num_envs=num_envs, seed=seed, **env_kwargs(cfg.task),
+def make_task_env(task_cfg: DictConfig, cfg: DictConfig, num_envs: int,
+                  seed: int) -> BatchedEnv:
+    """The env of ``task_cfg`` on the ``sim`` backend and ``physics_threads`` of ``cfg``."""
+    return make_env(str(task_cfg.name), num_envs=num_envs, seed=seed, **env_kwargs(task_cfg),
                     **sim_kwargs(cfg), **thread_kwargs(cfg))
+
+
+def make_train_env(cfg: DictConfig, num_envs: int, seed: int) -> BatchedEnv:
+    """The env of the command's ``task`` (see :func:`make_task_env`)."""
+    return make_task_env(cfg.task, cfg, num_envs, seed)

@@ -21,10 +21,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from embodied.config import save_config
 from embodied.envs import make_train_env
-from embodied.locomotion_eval import is_legged, tracking_summary
 from embodied.plots import plot_learning_curve
 from embodied.rl.checkpoint import find_checkpoint, run_dir_of
-from embodied.rl.evaluate import evaluate_and_film, print_video_and_walking
+from embodied.rl.evaluate import evaluate_and_track, print_video_and_walking
 from embodied.rl.logger import MetricsLogger, read_metrics
 
 # What defines a run's learning curve: on resume these come from the run's own config.yaml.
@@ -124,14 +123,10 @@ class RunFolder:
         env = make_train_env(cfg, int(cfg.eval.num_envs), seed)
         if isinstance(policy, torch.nn.Module):
             policy.eval()
-        # How a legged policy walks under a fixed forward command (before the env is closed).
-        tracking = tracking_summary(policy, env, seed=seed) if is_legged(env) else None
-        result = evaluate_and_film(
-            policy, env, self.path / "eval.mp4", video_envs=int(cfg.eval.video_envs),
+        result = evaluate_and_track(
+            policy, env, self.path / "eval.mp4", seed, video_envs=int(cfg.eval.video_envs),
             cameras=cfg.eval.cameras, width=int(cfg.eval.width), height=int(cfg.eval.height),
             fps=int(cfg.eval.fps))
-        if tracking is not None:
-            result["velocity_tracking"] = tracking
         (self.path / "eval.json").write_text(json.dumps(result, indent=2))
         return result
 

@@ -17,8 +17,7 @@ from embodied.commands.registry import command
 from embodied.datasets import DatasetError
 from embodied.datasets.collect import frame_features, record_sources, sources, split_episodes
 from embodied.datasets.writer import DatasetWriter
-from embodied.envs import env_kwargs, thread_kwargs
-from sim import make_env
+from embodied.envs import make_train_env
 
 
 @command("collect", "record rollouts (expert, random or a trained policy) as a LeRobot "
@@ -30,8 +29,7 @@ def run_collect(cfg: DictConfig) -> dict[str, Any]:
     total = int(cfg.episodes)
     counts = split_episodes(total, pairs)
     num_envs = max(1, min(int(cfg.num_envs), max(counts)))
-    env = make_env(cfg.task.name, num_envs=num_envs, seed=int(cfg.seed),
-                   **env_kwargs(cfg.task), **thread_kwargs(cfg))
+    env = make_train_env(cfg, num_envs, int(cfg.seed))
     cameras = list(env.camera_names if cfg.cameras is None else cfg.cameras)
     fps = round(1.0 / env.control_dt)
     width, height = int(cfg.width), int(cfg.height)

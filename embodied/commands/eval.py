@@ -16,7 +16,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from embodied.commands.registry import command
-from embodied.envs import env_kwargs, sim_kwargs, thread_kwargs
+from embodied.envs import make_task_env, sim_kwargs
 from embodied.evaluation import (
     check_policy_fits,
     eval_stamp,
@@ -26,11 +26,10 @@ from embodied.evaluation import (
     print_eval_record,
 )
 from embodied.export import ExportError, load_run_config
-from embodied.locomotion_eval import is_legged, tracking_summary
 from embodied.rl.checkpoint import CheckpointError
-from embodied.rl.evaluate import evaluate_and_film
+from embodied.rl.evaluate import evaluate_and_track
 from embodied.run_folder import EVAL_SEED_OFFSET
-from sim import BackendError, make_env
+from sim import BackendError
 
 
 @command("eval", "evaluate a run's checkpoint or an exported policy (success, return, video)",
@@ -46,8 +45,7 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
         int((run_cfg or {}).get("seed", 0) or 0) + EVAL_SEED_OFFSET
     episodes = int(cfg.episodes)
     num_envs = int(cfg.num_envs) if cfg.get("num_envs") else min(episodes, 64)
-    env = make_env(task["name"], num_envs=num_envs, seed=seed,
-                   **env_kwargs(OmegaConf.create(task)), **sim_kwargs(cfg), **thread_kwargs(cfg))
+    env = make_task_env(OmegaConf.create(task), cfg, num_envs, seed)
     try:
         check_policy_fits(policy, meta, source, env, task["name"])
     except Exception:
@@ -62,13 +60,11 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
     video_path = out_dir / f"eval_{stamp}.mp4" if bool(cfg.video) else None
     start = time.perf_counter()
     with torch.inference_mode():
-        tracking = tracking_summary(policy, env, seed=seed) if is_legged(env) else None
-        result = evaluate_and_film(policy, env, video_path, video_envs=int(cfg.video_envs),
-                                   cameras=cfg.get("cameras"), width=int(cfg.width),
-                                   height=int(cfg.height), fps=int(cfg.fps), episodes=episodes,
-                                   progress=bool(cfg.progress))
-    if tracking is not None:
-        result["velocity_tracking"] = tracking
+        result = evaluate_and_track(policy, env, video_path, seed,
+                                    video_envs=int(cfg.video_envs), cameras=cfg.get("cameras"),
+                                    width=int(cfg.width), height=int(cfg.height),
+                                    fps=int(cfg.fps), episodes=episodes,
+                                    progress=bool(cfg.progress))
     record = {
         "task": task["name"], "robot": env.robot.name, "sim": sim_kwargs(cfg)["backend"],
         "run_dir": str(run_dir) if run_dir is not None else None, "policy": source, **result,
