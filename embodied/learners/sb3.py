@@ -325,11 +325,11 @@ class SB3Learner:
     checkpoint_kind: ClassVar[str] = "SB3 checkpoint"
 
     def __init__(self, model: BaseAlgorithm, env: VecEnv, algo: dict[str, Any],
-                 folder: Path, state: dict[str, Any], progress: bool) -> None:
+                 folder: Path, state: dict[str, Any], progress: bool,
+                 resumed: bool = False) -> None:
         self.model, self.env, self.algo, self.folder = model, env, algo, folder
-        self.state, self.progress = state, progress
+        self.state, self.progress, self.resumed = state, progress, resumed
         self.callback: RunFolderCallback | None = None
-        self.resumed = bool(state)
         self.label = f"SB3 {algo['name'].removeprefix('sb3_').upper()}"
 
     @classmethod
@@ -364,9 +364,8 @@ class SB3Learner:
             model.ep_info_buffer = deque(state["episodes"], maxlen=model._stats_window_size)
             model.ep_success_buffer = deque(state.get("successes", []),
                                             maxlen=model._stats_window_size)
-        learner = cls(model, wrapped, algo, run.checkpoints, state, bool(cfg.progress))
-        learner.resumed = run.resume_from is not None
-        return learner
+        return cls(model, wrapped, algo, run.checkpoints, state, bool(cfg.progress),
+                   resumed=run.resume_from is not None)
 
     @property
     def iteration(self) -> int:

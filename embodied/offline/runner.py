@@ -70,6 +70,7 @@ class OfflineRunner:
     uses_reward_models: ClassVar[bool] = False
     checkpoint_suffix: ClassVar[str] = ".pt"
     checkpoint_kind: ClassVar[str] = "checkpoint"
+    wall_time: float = 0.0  # seconds of gradient steps, summed over resumes
 
     def __init__(self, data: Transitions, cfg: OfflineConfig, run_dir: Path, seed: int = 0,
                  eval_env: BatchedEnv | None = None, schedule: dict[str, Any] | None = None):
