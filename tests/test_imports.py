@@ -136,7 +136,10 @@ def test_checks_catch_a_cycle_and_a_leak():
 CHILD = r"""
 import importlib, json, os, sys
 for lib in sys.argv[2:]:
-    importlib.import_module(lib)
+    try:
+        importlib.import_module(lib)
+    except ImportError:  # an optional one: the modules that need it are skipped below
+        pass
 assert not [m for m in sys.modules if m.split(".")[0] in ("robots", "sim", "embodied")]
 results = {}
 for name in json.loads(sys.argv[1]):
