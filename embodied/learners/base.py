@@ -1,10 +1,11 @@
 """The :class:`Learner` protocol every training algorithm implements, and its registry.
 
-A learner is chosen by ``algo.name`` (:func:`learner_class`); its class builds it
-from the composed config and an env (:meth:`Learner.build`, resuming from the run
-folder's checkpoint if there is one), trains it for a budget in its own unit
-(iterations, env steps or gradient steps: :meth:`Learner.budget`), saves and loads
-checkpoints, and hands out ``act(raw obs) -> action`` for evaluation and export.
+A learner is chosen by ``algo.name`` from a registry
+(:func:`embodied.learners.factory.learner_class`). Its class builds it from the
+composed config and an env (:meth:`Learner.build`, resuming from the run folder's
+checkpoint if there is one); it trains for a budget in its own unit (iterations,
+env steps or gradient steps: :meth:`Learner.budget`), saves and loads checkpoints,
+and hands out ``act(raw obs) -> action`` for evaluation and export.
 """
 
 from __future__ import annotations
@@ -157,7 +158,11 @@ def learner_names() -> list[str]:
 
 
 def learner_class(name: str) -> type[Learner]:
-    """The learner class of ``algo.name``."""
+    """The learner class of ``algo.name`` among those registered so far.
+
+    :func:`embodied.learners.factory.learner_class` is the same with every learner of
+    the project registered.
+    """
     if name not in _LEARNERS:
         raise ConfigError(f"unknown algo '{name}'; available: {learner_names()}")
     return _LEARNERS[name]
