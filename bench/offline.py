@@ -34,12 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import write_result
 
+from embodied.commands.collect import run_collect
+from embodied.commands.label import run_label
+from embodied.commands.offline import run_offline
 from embodied.config import load_config
 from embodied.datasets import LeRobotDataset
-from embodied.datasets.collect import collect
-from embodied.datasets.label import run_label
 from embodied.offline import OfflineConfig, OfflineLearner, load_transitions
-from embodied.offline.train import run_offline
 
 OUT = Path("runs/bench/offline")
 SOURCES = ("policy=[expert,expert,expert,expert,random]", "noise=[0.1,0.1,0.3,0.6,0]")
@@ -153,7 +153,7 @@ def main() -> None:
     root = OUT / ("quick" if quick else "full") / stamp
     episodes, steps, eval_eps = (5, 100, 4) if quick else (250, 4000, 64)
     start = time.perf_counter()
-    collect(load_config("collect", [
+    run_collect(load_config("collect", [
         "task=panda_push", *SOURCES, CAMERAS, f"episodes={episodes}", "num_envs=25", "width=64",
         "height=64", "progress=false", f"out={root / 'data'}",
         *(["task.episode_length_s=1.0"] if quick else [])]))

@@ -47,10 +47,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 
 from embodied.config import config_dir, load_config
+from embodied.envs import make_train_env
+from embodied.learners.sb3 import build_model, sb3_policy, wrap_env
 from embodied.rl import OnPolicyRunner, PPOConfig
 from embodied.rl.evaluate import evaluate
-from embodied.sb3_train import build_model, sb3_policy, wrap_env
-from embodied.train import make_train_env
 from sim.adapters.sb3_vec import SB3VecEnv
 
 TARGET = 0.95
@@ -201,7 +201,7 @@ class _SB3Probe(BaseCallback):
 
 def sb3_ppo_config(hyperparams: dict[str, Any], policy_kwargs: dict[str, Any]
                    ) -> dict[str, Any]:
-    """An ``algo`` dict for :func:`embodied.sb3_train.build_model` (SB3 PPO)."""
+    """An ``algo`` dict for :func:`embodied.learners.sb3.build_model` (SB3 PPO)."""
     return {"name": "sb3_ppo", "normalize_obs": True, "normalize_reward": False,
             "clip_obs": 10.0, "hyperparams": hyperparams, "policy_kwargs": policy_kwargs}
 

@@ -77,7 +77,7 @@ def reused_prm(run_dir: Path) -> dict:
 
 def train_prm(task: str, quick: bool, reuse: bool) -> dict:
     """``embodied reward train`` for ``task`` (or the earlier run's PRM); held-out metrics."""
-    from embodied.reward.prm.run import run_reward_train
+    from embodied.commands.reward_train import run_reward_train
 
     run_dir = prm_dir(task, quick)
     if reuse and (run_dir / "metrics.json").is_file():
@@ -153,8 +153,8 @@ def ppo_run(task: str, name: str, overrides: list[str], budget: int, prm: Path |
     ``reuse``: a finished run of at least ``budget`` env steps already in the run folder is
     read instead of trained again.
     """
+    from embodied.commands.train import run_train
     from embodied.rl.logger import read_metrics
-    from embodied.train import run_train
 
     run_dir = root / task / (name if seed == 0 else f"{name}_seed{seed}")
     done = run_dir / "summary.json"

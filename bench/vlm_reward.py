@@ -116,8 +116,8 @@ def vlm_labelling(root: Path, quick: bool) -> dict:
 
 
 def bt_runs(quick: bool, root: Path) -> dict:
+    from embodied.commands.reward_bt import run_bt
     from embodied.reward import make_reward_model
-    from embodied.reward.bt_train import run_bt
 
     size = 32 if quick else 64
     common = [f"simulate.width={size}", f"simulate.height={size}", f"bt.image_size={size}",

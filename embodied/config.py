@@ -1,4 +1,11 @@
-"""Hydra configuration: compose a command's config from configs/ with CLI overrides."""
+"""Hydra configuration: compose a command's config from configs/ with CLI overrides.
+
+``configs/commands/<command>.yaml`` is one per command (named after its module in
+:mod:`embodied.commands`; package ``_global_``, so its defaults name the groups by
+absolute path, ``/task: panda_reach``); every other folder of ``configs/`` is a
+group (``task/``, ``sim/``, ``algo/``, ``reward/``) chosen on the command line with
+``task=panda_push``.
+"""
 
 from __future__ import annotations
 
@@ -29,8 +36,11 @@ def config_dir() -> Path:
     return path
 
 
+COMMANDS_DIR = "commands"
+
+
 def load_config(name: str, overrides: list[str] | None = None) -> DictConfig:
-    """Compose configs/<name>.yaml with Hydra overrides such as ``task=panda_push``.
+    """Compose configs/commands/<name>.yaml with Hydra overrides such as ``task=panda_push``.
 
     Interpolations are resolved, so the returned config is what the run uses.
     """
@@ -45,9 +55,9 @@ def load_config(name: str, overrides: list[str] | None = None) -> DictConfig:
 def _compose(name: str, overrides: list[str]) -> DictConfig:
     try:
         with initialize_config_dir(config_dir=str(config_dir()), version_base="1.3"):
-            cfg = compose(config_name=name, overrides=overrides)
-    except HydraException as err:
-        raise ConfigError(str(err)) from err
+            cfg = compose(config_name=f"{COMMANDS_DIR}/{name}", overrides=overrides)
+    except HydraException as err:  # named as users know it: the command, not its file
+        raise ConfigError(str(err).replace(f"'{COMMANDS_DIR}/{name}'", f"'{name}'")) from err
     OmegaConf.resolve(cfg)
     return cfg
 

@@ -39,26 +39,19 @@ from embodied.policy_io import (
     ONNX_METADATA_KEY,
     TS_METADATA_FILE,
     ExportError,
-    LoadedPolicy,
-    PolicyMismatchError,
-    check_against_env,
-    check_against_robot,
     load_policy,
-    policy_mismatches,
     quiet_exporters,
     read_sidecar,
     sha256_file,
 )
 from embodied.rl.actor_critic import ActorCritic
+from embodied.rl.checkpoint import CheckpointError, find_checkpoint, load_checkpoint
 from embodied.rl.normalizer import EmpiricalNormalization
-from embodied.rl.runner import CheckpointError, find_checkpoint, load_checkpoint
 
-__all__ = [  # the export functions, and the loader and checks of embodied.policy_io
-    "DeployedPolicy", "ExportError", "LoadedPolicy", "PolicyMismatchError", "check_against_env",
-    "check_against_robot", "export_run", "load_checkpoint_policy", "load_policy",
-    "load_run_config", "observation_layout", "parity_error", "parity_observations",
-    "policy_metadata", "policy_mismatches", "resolve_run", "run_export", "sha256_file",
-    "write_onnx", "write_torchscript",
+__all__ = [
+    "DeployedPolicy", "export_run", "load_checkpoint_policy", "load_run_config",
+    "observation_layout", "parity_error", "parity_observations", "policy_metadata",
+    "resolve_run", "write_onnx", "write_torchscript",
 ]
 
 METADATA_FORMAT = 1
@@ -299,7 +292,7 @@ def export_run(run: str | Path, fmt: str = "both", checkpoint: str | Path | None
     and compared with the torch policy on random observations; an error above
     1e-6 (TorchScript) or 1e-5 (ONNX) raises :class:`ExportError`.
     """
-    from embodied.demo import env_kwargs
+    from embodied.envs import env_kwargs
     from sim import make_env
 
     if fmt not in FORMATS:
@@ -355,21 +348,3 @@ def export_run(run: str | Path, fmt: str = "both", checkpoint: str | Path | None
             "metadata": sidecar}
 
 
-# ---------------------------------------------------------------------- CLI
-def _size(n: int) -> str:
-    return f"{n / 1024:.1f} KiB" if n < 1 << 20 else f"{n / (1 << 20):.1f} MiB"
-
-
-def run_export(cfg: DictConfig) -> dict[str, Any]:
-    """`embodied export run=PATH [format=both|torchscript|onnx] [checkpoint=FILE] [out=DIR]`."""
-    torch.set_num_threads(int(cfg.get("torch_threads") or 1))
-    result = export_run(cfg.run, str(cfg.format), cfg.get("checkpoint"), cfg.get("out"),
-                        int(cfg.get("parity_samples") or 1024))
-    meta = result["metadata"]
-    print(f"exported {meta['task']} policy ({meta['robot']}, obs {meta['obs_dim']} -> action "
-          f"{meta['action_dim']}) from {result['checkpoint']}")
-    for name, art in result["artifacts"].items():
-        print(f"  {name:<12} {_size(art['bytes']):>10}  parity max |err| "
-              f"{art['parity_max_abs_error']:.2e}  sha256 {art['sha256'][:12]}")
-    print(f"  metadata     {Path(result['out_dir']) / 'policy.json'} (+ robot.yaml)")
-    return result

@@ -179,6 +179,14 @@ class TaskEnv:
         """The current observation [B, obs_dim], e.g. after a task command was changed."""
         return self._observe(noise=noise)
 
+    def rng_state(self) -> torch.Tensor:
+        """The state of the generator behind resets and randomisation (for checkpoints)."""
+        return self._gen.get_state()
+
+    def set_rng_state(self, state: torch.Tensor) -> None:
+        """Restore a state returned by :meth:`rng_state`."""
+        self._gen.set_state(state)
+
     def _diverged(self, qpos_before: torch.Tensor) -> torch.Tensor:
         s = self.state
         bad = ~torch.isfinite(s.qpos).all(1) | ~torch.isfinite(s.qvel).all(1)

@@ -82,3 +82,16 @@ class BatchedEnv(Protocol):
     ) -> torch.Tensor: ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class RngStateful(Protocol):
+    """An env whose random generator (resets, randomisation) can be saved and restored.
+
+    :class:`sim.env.TaskEnv` is one; a checkpoint that stores this state makes a
+    resumed run draw the same resets as the uninterrupted one.
+    """
+
+    def rng_state(self) -> torch.Tensor: ...
+
+    def set_rng_state(self, state: torch.Tensor) -> None: ...

@@ -49,3 +49,14 @@ def test_demo_writes_video_plot_and_config(tmp_path):
     assert ok and frame.shape == (2 * 64, 3 * 64, 3)  # 2 envs x 3 views
     assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 25
     cap.release()
+
+
+def test_every_command_has_its_config_and_every_config_a_command():
+    from embodied.commands import COMMANDS
+    from embodied.config import config_dir
+
+    assert {c.config for c in COMMANDS.values()} == {
+        p.stem for p in (config_dir() / "commands").glob("*.yaml")}
+    for cmd in COMMANDS.values():
+        assert cmd.run.__module__ == f"embodied.commands.{cmd.config}"
+        assert load_config(cmd.config, []) is not None

@@ -1,4 +1,4 @@
-"""`embodied collect`: simulated rollouts recorded as a LeRobot dataset.
+"""Simulated rollouts recorded as a LeRobot dataset (what `embodied collect` runs).
 
 Each env of a batch records its first episode from a reset: the policy's
 observation (``observation.state``), the action, the env reward, done flags and
@@ -10,15 +10,13 @@ is the state before action t, at ``timestamp = t * control_dt`` (fps = control r
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, ListConfig, OmegaConf
-from tqdm import tqdm
+from omegaconf import ListConfig
 
 from embodied.datasets.format import (
     ACTION,
@@ -65,7 +63,7 @@ def make_policy(env: Any, policy: str, noise: float, seed: int) -> tuple[Policy,
         raise DatasetError(f"policy '{policy}' is neither 'expert', 'random' nor an existing "
                            "run folder, checkpoint or exported policy file")
     if path.suffix in (".pt", ".onnx") and path.parent.name != "checkpoints":
-        from embodied.export import check_against_env, load_policy
+        from embodied.policy_io import check_against_env, load_policy
 
         net, meta = load_policy(path)
         check_against_env(meta, env)
@@ -153,61 +151,32 @@ def sources(policy: Any, noise: Any) -> list[tuple[str, float]]:
     return [(policies[i % len(policies)], levels[i % len(levels)]) for i in range(n)]
 
 
-def collect(cfg: DictConfig) -> dict[str, Any]:
-    """Record ``cfg.episodes`` episodes into a new dataset at ``cfg.out`` (configs/collect.yaml)."""
-    from embodied.demo import env_kwargs
-    from sim import make_env
-
-    torch.set_num_threads(int(cfg.get("torch_threads") or 1))
-    pairs = sources(cfg.policy, cfg.noise)
-    total = int(cfg.episodes)
+def split_episodes(total: int, pairs: list[tuple[str, float]]) -> list[int]:
+    """``total`` episodes shared out over the (policy, noise) pairs, the first ones first."""
     if total < 1:
         raise DatasetError(f"episodes must be >= 1, got {total}")
-    per_level = [total // len(pairs) + (i < total % len(pairs)) for i in range(len(pairs))]
-    extra = {} if cfg.get("physics_threads") is None else {"nthread": int(cfg.physics_threads)}
-    num_envs = max(1, min(int(cfg.num_envs), max(per_level)))
-    env = make_env(cfg.task.name, num_envs=num_envs, seed=int(cfg.seed),
-                   **env_kwargs(cfg.task), **extra)
-    cameras = list(env.camera_names if cfg.cameras is None else cfg.cameras)
-    fps = round(1.0 / env.control_dt)
-    width, height = int(cfg.width), int(cfg.height)
-    writer = DatasetWriter(
-        cfg.out, fps, frame_features(env.obs_dim, env.action_dim), cameras, (height, width),
-        robot_type=env.robot.name, episodes_per_file=int(cfg.episodes_per_file),
-        extra_info={"embodied": {
-            "task": cfg.task.name, "instruction": env.instruction, "robot": env.robot.name,
-            "control_dt": env.control_dt, "cameras": cameras,
-            "task_config": OmegaConf.to_container(cfg.task, resolve=True),
-            "collection": {"sources": [list(p) for p in pairs], "seed": int(cfg.seed)}}})
-    start = time.perf_counter()
+    return [total // len(pairs) + (i < total % len(pairs)) for i in range(len(pairs))]
+
+
+def record_sources(env: Any, writer: DatasetWriter, pairs: list[tuple[str, float]],
+                   counts: list[int], cameras: Sequence[str], width: int, height: int,
+                   seed: int, on_episode: Callable[[], None] | None = None
+                   ) -> dict[str, list[bool]]:
+    """``counts[i]`` episodes of each (policy, noise) pair into ``writer``; successes per policy.
+
+    Pair ``i``'s policy is seeded with ``seed + i``.
+    """
     outcomes: dict[str, list[bool]] = {}
-    bar = tqdm(total=total, unit="episode", desc=f"collect {cfg.task.name}",
-               disable=not cfg.get("progress", True))
-    try:
-        for level_i, ((source, noise), count) in enumerate(zip(pairs, per_level, strict=True)):
-            policy, name = make_policy(env, source, noise, int(cfg.seed) + level_i)
-            done = 0
-            while done < count:
-                for ep in record_round(env, policy, cameras, width, height)[: count - done]:
-                    writer.add_episode(ep["data"], env.instruction, ep["videos"],
-                                       {"success": ep["success"], "return": ep["return"],
-                                        "policy": name})
-                    outcomes.setdefault(name, []).append(ep["success"])
-                    done += 1
-                    bar.update(1)
-    finally:
-        bar.close()
-        env.close()
-    root = writer.close()
-    seconds = time.perf_counter() - start
-    summary = {"dataset": str(root), "episodes": len(writer.episodes),
-               "frames": writer._frames, "cameras": cameras, "fps": fps,
-               "success_rate": {k: float(np.mean(v)) for k, v in outcomes.items()},
-               "seconds": round(seconds, 1)}
-    views = f"views {', '.join(cameras)} at {width}x{height}" if cameras else "no camera"
-    print(f"\n{cfg.task.name}: {summary['episodes']} episodes, {summary['frames']} frames, "
-          f"{views}, {fps} fps, in {seconds:.0f} s")
-    for name, rate in summary["success_rate"].items():
-        print(f"  {name:<28} success {rate:.0%} of {len(outcomes[name])} episodes")
-    print(f"  dataset: {root}")
-    return summary
+    for level_i, ((source, noise), count) in enumerate(zip(pairs, counts, strict=True)):
+        policy, name = make_policy(env, source, noise, seed + level_i)
+        done = 0
+        while done < count:
+            for ep in record_round(env, policy, cameras, width, height)[: count - done]:
+                writer.add_episode(ep["data"], env.instruction, ep["videos"],
+                                   {"success": ep["success"], "return": ep["return"],
+                                    "policy": name})
+                outcomes.setdefault(name, []).append(ep["success"])
+                done += 1
+                if on_episode is not None:
+                    on_episode()
+    return outcomes

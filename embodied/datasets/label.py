@@ -1,4 +1,4 @@
-"""`embodied label`: score every frame of a dataset with a reward model into a NEW dataset.
+"""Score every frame of a dataset with a reward model into a NEW dataset (`embodied label`).
 
 The source is only read. The output root holds the same data files (with the
 columns ``progress``, ``next.reward``, ``next.success`` added or replaced; the
@@ -52,6 +52,8 @@ from embodied.datasets.meta import (
     write_parquet,
 )
 from embodied.datasets.reader import LeRobotDataset
+from embodied.plots import plot_progress
+from embodied.reward import make_reward_model
 
 WORK_DIR = ".labelling"
 LABEL_FEATURES = {
@@ -197,12 +199,9 @@ def default_out(cfg: DictConfig, source: Path) -> Path:
     return source.parent / f"{source.name}_{name}"
 
 
-def run_label(cfg: DictConfig) -> dict[str, Any]:
-    """Label ``cfg.dataset`` into ``cfg.out`` (configs/label.yaml); resumes an unfinished run."""
-    from embodied.plots import plot_progress
-    from embodied.reward import make_reward_model
-
-    torch.set_num_threads(int(cfg.get("torch_threads") or 1))
+def label_dataset(cfg: DictConfig) -> dict[str, Any]:
+    """Label ``cfg.dataset`` into ``cfg.out`` (configs/commands/label.yaml); resumes an
+    unfinished run. Returns (and prints) the summary."""
     if not cfg.get("dataset"):
         raise DatasetError("no dataset given: pass dataset=PATH (a LeRobot dataset folder)")
     source = Path(str(cfg.dataset)).expanduser()
@@ -294,7 +293,7 @@ def run_label(cfg: DictConfig) -> dict[str, Any]:
     for episode in ds.episodes:
         for path, _ in episode.videos.values():
             link_or_copy(path, out / path.relative_to(ds.root))
-    return _finish(ds, out, work, cfg, wanted, scored, seconds, plot_progress)
+    return _finish(ds, out, work, cfg, wanted, scored, seconds)
 
 
 def _label_file(ds: LeRobotDataset, data_file: Path, eps: list[int], work: Path) -> pa.Table:
@@ -318,7 +317,7 @@ def _label_file(ds: LeRobotDataset, data_file: Path, eps: list[int], work: Path)
 
 
 def _finish(ds: LeRobotDataset, out: Path, work: Path, cfg: DictConfig,
-            wanted: dict[str, Any], scored: int, seconds: float, plot_progress) -> dict:
+            wanted: dict[str, Any], scored: int, seconds: float) -> dict:
     """Metadata (info, stats, tasks, episodes), the progress plot, the summary; then cleanup."""
     per_episode: list[dict[str, st.Stats]] = []
     curves = []

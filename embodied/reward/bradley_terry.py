@@ -49,6 +49,12 @@ class BTConfig:
     no_preference: str = "drop"               # 0.5 labels: drop | tie
     seed: int = 0
 
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> BTConfig:
+        """The settings in ``values`` that are fields of this class (others are ignored)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
 
 class BTRewardNet(nn.Module):
     """Reward ``r`` [B] of uint8 observations [B, V, H, W, 3] (V fixed at construction)."""

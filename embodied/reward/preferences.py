@@ -24,7 +24,9 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from embodied.reward.base import RewardModel, check_frames, instructions
+from embodied.reward.base import RewardModel, check_frames, instructions, make_reward_model
+from embodied.reward.bradley_terry import preference_accuracy
+from embodied.reward.oracle import SimProgressReward
 
 NO_PREFERENCE = 0.5
 
@@ -188,5 +190,49 @@ def label_pairs(labeller: PreferenceLabeller, frames: np.ndarray | torch.Tensor,
     return np.concatenate(out).astype(np.float32) if out else np.zeros(0, np.float32)
 
 
+def make_labeller(cfg: dict[str, Any], cameras: list[str]) -> PreferenceLabeller:
+    """The labeller of ``cfg`` (``kind``: sim | vlm | model; configs/commands/reward_bt.yaml)."""
+    kind = cfg.get("kind")
+    if kind == "sim":
+        return ScoreLabeller(SimProgressReward(), cfg.get("margin", 0.05), cameras)
+    if kind == "vlm":
+        return VlmPreferenceLabeller(**dict(cfg.get("vlm") or {}))
+    if kind == "model":
+        if not cfg.get("model"):
+            raise ValueError("labeller.kind=model needs labeller.model (a reward model "
+                             "config such as {name: vlm, model: PATH})")
+        return ScoreLabeller(make_reward_model(cfg["model"]), cfg.get("margin", 0.05), cameras)
+    raise ValueError(f"labeller.kind must be sim, vlm or model, got '{kind}'")
+
+
+def preference_counts(labels: np.ndarray) -> dict[str, int]:
+    """How many labels prefer the first, the second, neither, or are missing (NaN)."""
+    return {"first": int((labels == 1).sum()), "second": int((labels == 0).sum()),
+            "no_preference": int((labels == 0.5).sum()), "unlabelled": int(np.isnan(labels).sum())}
+
+
+
+def true_preference_accuracy(reward: np.ndarray, data: Any, a: np.ndarray, b: np.ndarray,
+                             labels: np.ndarray, margin: float, val_pairs: int,
+                             rng: np.random.Generator, within_episode: float = 0.5
+                             ) -> dict[str, Any]:
+    """How well ``reward`` [rows] and the ``labels`` of the pairs (a, b) agree with the truth.
+
+    ``data`` is a PRM frame dataset (:class:`embodied.reward.prm.data.FrameDataset`);
+    the truth is the simulator's progress, labelled with ``margin``. Held out:
+    ``val_pairs`` pairs of the validation episodes.
+    """
+    truth = {"progress": data.progress, "success": data.success}
+    va, vb = sample_pairs(data.episode_rows("val"), val_pairs, rng, within_episode)
+    sim = make_labeller({"kind": "sim", "margin": margin}, data.cameras)
+    true_val = label_pairs(sim, data.frames, va, vb, data.instruction, state=truth)
+    true_train = label_pairs(sim, data.frames, a, b, data.instruction, state=truth)
+    val_acc, val_n = preference_accuracy(reward, va, vb, true_val)
+    return {"labeller_accuracy": preference_accuracy(data.progress, a, b, labels)[0],
+            "train_accuracy_true": preference_accuracy(reward, a, b, true_train)[0],
+            "val_pairwise_accuracy": val_acc, "val_pairs": val_n}
+
+
 __all__ = ["DEFAULT_PREFERENCE_PROMPT", "NO_PREFERENCE", "PreferenceLabeller",
-           "ScoreLabeller", "VlmPreferenceLabeller", "label_pairs", "sample_pairs"]
+           "ScoreLabeller", "VlmPreferenceLabeller", "label_pairs", "make_labeller",
+           "preference_counts", "sample_pairs", "true_preference_accuracy"]

@@ -140,7 +140,7 @@ class RewardEnv:
         # potential tracks the truth on the states the policy actually visits
         self._pairs: dict[str, list[torch.Tensor]] = {"model": [], "distilled": []}
 
-    def __getattr__(self, name: str) -> Any:  # obs_dim, num_envs, device, render, _gen, ...
+    def __getattr__(self, name: str) -> Any:  # obs_dim, num_envs, device, rng_state, ...
         if name == "env":
             raise AttributeError(name)
         return getattr(self.env, name)

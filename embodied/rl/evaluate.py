@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from embodied.locomotion_eval import is_legged, tracking_summary
 from sim.protocol import BatchedEnv
 
 
@@ -118,6 +119,18 @@ def evaluate_and_film(policy: Callable[[torch.Tensor], torch.Tensor], env: Any,
     except Exception as err:
         result["render_error"] = result["render_error"] or f"close: {err}"
     result["cameras"] = cameras
+    return result
+
+
+def evaluate_and_track(policy: Callable[[torch.Tensor], torch.Tensor], env: Any,
+                       video_path: str | Path | None, seed: int | None,
+                       **film: Any) -> dict[str, Any]:
+    """:func:`evaluate_and_film` (``film``: its keyword arguments), and for a legged task
+    first the velocity tracking under a fixed forward command (``velocity_tracking``)."""
+    tracking = tracking_summary(policy, env, seed=seed) if is_legged(env) else None
+    result = evaluate_and_film(policy, env, video_path, **film)
+    if tracking is not None:
+        result["velocity_tracking"] = tracking
     return result
 
 

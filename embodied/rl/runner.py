@@ -12,8 +12,6 @@ bitwise the same as the uninterrupted one without snapshotting the simulator.
 from __future__ import annotations
 
 import math
-import os
-import re
 import time
 from collections import deque
 from dataclasses import asdict
@@ -24,49 +22,18 @@ import torch
 from tqdm import tqdm
 
 from embodied.rl.actor_critic import ActorCritic
+from embodied.rl.checkpoint import (
+    CHECKPOINT_FORMAT,
+    CheckpointError,
+    checkpoint_path,
+    find_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
 from embodied.rl.logger import MetricsLogger, RewardTermStats
 from embodied.rl.ppo import PPO, PPOConfig
 from embodied.rl.storage import RolloutStorage, bootstrap_time_outs
-from sim.protocol import BatchedEnv
-
-CHECKPOINT_FORMAT = 1
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint that cannot be read or does not fit the run (names the file)."""
-
-
-def find_checkpoint(path: str | Path, suffix: str = ".pt", what: str = "checkpoint") -> Path:
-    """A checkpoint file, or the newest ``checkpoints/model_*<suffix>`` of a run folder.
-
-    ``suffix`` is ``.pt`` for our PPO and ``.zip`` for stable-baselines3 models.
-    """
-    path = Path(path)
-    if path.is_file():
-        return path
-    folder = path / "checkpoints" if (path / "checkpoints").is_dir() else path
-    pattern = re.compile(rf"model_(\d+){re.escape(suffix)}$")
-    found = sorted((int(m.group(1)), p) for p in folder.glob(f"model_*{suffix}")
-                   if (m := pattern.search(p.name)))
-    if not found:
-        raise CheckpointError(f"no {what} found at {path} (expected a model_*{suffix} file "
-                              f"or a run folder with checkpoints/model_*{suffix})")
-    return found[-1][1]
-
-
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint with ``weights_only=True``; a clear error if it is corrupt."""
-    path = Path(path)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # truncated zip, pickle garbage, missing file, ...
-        raise CheckpointError(f"cannot read checkpoint {path} (corrupt or truncated?): "
-                              f"{type(err).__name__}: {err}") from err
-    missing = {"format", "policy", "ppo", "iteration", "global_step", "rng"} - set(
-        state if isinstance(state, dict) else {})
-    if missing:
-        raise CheckpointError(f"{path} is not a training checkpoint (missing {sorted(missing)})")
-    return state
+from sim.protocol import BatchedEnv, RngStateful
 
 
 def explained_variance(values: torch.Tensor, returns: torch.Tensor) -> float:
@@ -220,7 +187,6 @@ class OnPolicyRunner:
     # ----------------------------------------------------------- checkpoints
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue this run."""
-        env_gen = getattr(self.env, "_gen", None)
         return {
             "format": CHECKPOINT_FORMAT,
             "policy": self.policy.state_dict(),
@@ -230,7 +196,8 @@ class OnPolicyRunner:
             "wall_time": self.wall_time,
             "episodes": torch.tensor(list(self.episodes), dtype=torch.float64).reshape(-1, 3),
             "rng": {"torch": torch.get_rng_state(),
-                    "env": env_gen.get_state() if env_gen is not None else None},
+                    "env": self.env.rng_state() if isinstance(self.env, RngStateful)
+                    else None},
             "obs_dim": self.env.obs_dim,
             "action_dim": self.env.action_dim,
             "config": asdict(self.cfg),
@@ -238,16 +205,11 @@ class OnPolicyRunner:
 
     def checkpoint_path(self) -> Path:
         """Where the checkpoint of the current iteration goes."""
-        return self.run_dir / "checkpoints" / f"model_{self.iteration:06d}.pt"
+        return checkpoint_path(self.run_dir, self.iteration)
 
     def save(self, path: str | Path | None = None) -> Path:
         """Write a checkpoint atomically (tmp file + ``os.replace``); returns its path."""
-        path = Path(path) if path else self.checkpoint_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(self.state_dict(), tmp)
-        os.replace(tmp, path)
-        return path
+        return save_checkpoint(self.state_dict(), path or self.checkpoint_path())
 
     def load(self, path: str | Path) -> Path:
         """Restore a checkpoint (a file or a run folder's newest); returns the file read."""
@@ -270,9 +232,8 @@ class OnPolicyRunner:
         self.episodes.clear()
         self.episodes.extend(tuple(r) for r in state.get("episodes", torch.zeros(0, 3)).tolist())
         torch.set_rng_state(state["rng"]["torch"])
-        env_gen = getattr(self.env, "_gen", None)
-        if env_gen is not None and state["rng"].get("env") is not None:
-            env_gen.set_state(state["rng"]["env"])
+        if isinstance(self.env, RngStateful) and state["rng"].get("env") is not None:
+            self.env.set_rng_state(state["rng"]["env"])
         self.obs = None
         self.resumed_from = path
         return path

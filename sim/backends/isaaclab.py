@@ -34,9 +34,9 @@ from sim.actions import make_action_map
 from sim.backends import BackendUnavailable
 from sim.backends.isaaclab_physics import check_supported
 from sim.backends.isaaclab_wire import decode, encode
-from sim.env import compile_task_model
+from sim.env import EnvConfig, compile_task_model
 from sim.task import ObsTerm, TaskConfig
-from sim.tasks import get_task
+from sim.tasks import get_task, get_task_class
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / ".venv-isaaclab"
@@ -269,9 +269,9 @@ def isaaclab_throughput(task: str, num_envs: int, steps: int | None = None,
     finally:
         env.close()
     if reference:
-        from sim import make_env
+        from sim.mujoco_env import MujocoBatchEnv  # C MuJoCo; not via `sim` (no import cycle)
 
-        ref = make_env(task, num_envs, seed=seed)
+        ref = MujocoBatchEnv(get_task_class(task), EnvConfig(num_envs=num_envs), seed=seed)
         try:
             ref.reset(seed=seed)
             c_rate = _random_steps_per_s(ref, steps, seconds, torch.Generator().manual_seed(seed))

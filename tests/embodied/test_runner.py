@@ -7,7 +7,7 @@ import torch
 
 from embodied.cli import main
 from embodied.rl import CheckpointError, OnPolicyRunner, PPOConfig
-from embodied.rl.runner import find_checkpoint, load_checkpoint
+from embodied.rl.checkpoint import find_checkpoint, load_checkpoint
 from sim import make_env
 
 SMALL = PPOConfig(num_steps=8, num_epochs=2, num_mini_batches=2, actor_hidden=[32, 32],

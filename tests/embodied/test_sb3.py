@@ -8,9 +8,9 @@ import pickle
 import pytest
 import torch
 
+from embodied.commands.train import run_train
 from embodied.config import load_config
 from embodied.rl.logger import read_metrics
-from embodied.train import run_train
 
 pytest.importorskip("stable_baselines3")
 

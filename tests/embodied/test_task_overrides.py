@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 
 from embodied.cli import main
 from embodied.config import load_config
-from embodied.demo import env_kwargs
+from embodied.envs import env_kwargs
 from sim import make_env
 from sim.tasks import get_task, task_names
 

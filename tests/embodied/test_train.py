@@ -6,9 +6,9 @@ import json
 
 import torch
 
+from embodied.commands.train import run_train
 from embodied.config import load_config
 from embodied.rl.logger import read_metrics
-from embodied.train import run_train
 
 # Short but reliable on 2 cores: the task's own PPO settings (configs/algo/ppo/panda_reach.yaml),
 # fewer iterations. Randomisation and observation noise stay on, as in `embodied train`.

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import torch
 
-from embodied.export import check_against_robot, load_policy
+from embodied.policy_io import check_against_robot, load_policy
 from robots import load_robot
 from robots.build import robot_mjspec
 from sim.actions import make_action_map

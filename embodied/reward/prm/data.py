@@ -217,3 +217,12 @@ def load_frames(folder: str | Path, mmap: bool = False) -> FrameDataset:
     frames = np.load(folder / "frames.npy", mmap_mode="r" if mmap else None)
     return FrameDataset(frames, labels["episode"], labels["step"], labels["progress"],
                         labels["success"], meta)
+
+
+def load_or_simulate(path: str | Path | None, cfg: DataConfig, save_to: Path,
+                     progress_bar: bool = False) -> tuple[FrameDataset, Path]:
+    """The frame dataset at ``path``, or one simulated per ``cfg`` and saved to ``save_to``."""
+    if path is not None:
+        return load_frames(path), Path(path)
+    data = simulate(cfg, progress_bar=progress_bar)
+    return data, save_frames(data, save_to)

@@ -85,3 +85,19 @@ def plot_episodes(preds: list[np.ndarray], trues: list[np.ndarray], meta: list[d
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def print_metrics(m: dict[str, Any]) -> None:
+    """The metrics of a reward model, one per line."""
+    print(f"\nheld-out episodes {m['kinds']}")
+    rows = [("VOC (expert)", "voc"), ("VOC reversed", "voc_reversed"),
+            ("success F1", "success_f1"), ("success AUROC", "success_auroc"),
+            ("Pearson vs sim", "progress_pearson"), ("Spearman vs sim", "progress_spearman"),
+            ("pairwise accuracy", "pairwise_accuracy"),
+            ("counterfactual gap", "counterfactual_gap"),
+            ("counterfactual AUROC", "counterfactual_auroc")]
+    for label, key in rows:
+        if key in m:
+            print(f"  {label:<22}{m[key]:.3f}")
+    if "plot" in m:
+        print(f"  plot                  {m['plot']}")

@@ -19,10 +19,10 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from embodied.commands.collect import run_collect
+from embodied.commands.label import run_label
 from embodied.config import load_config
 from embodied.datasets import DatasetError, LeRobotDataset
-from embodied.datasets.collect import collect
-from embodied.datasets.label import run_label
 from embodied.reward import make_reward_model, shaping_term
 
 REPO = Path(__file__).resolve().parents[3]
@@ -42,7 +42,7 @@ def dataset(tmp_path_factory):
                                   "width=32", "height=32", "episodes_per_file=5",
                                   "progress=false", f"out={out}"])
     try:
-        collect(cfg)
+        run_collect(cfg)
     except RuntimeError as err:  # no OpenGL on this machine
         pytest.skip(f"cannot render: {err}")
     return out

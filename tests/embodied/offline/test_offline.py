@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 
+from embodied.commands.collect import run_collect
+from embodied.commands.offline import run_offline
 from embodied.config import load_config
 from embodied.datasets import DatasetWriter
-from embodied.datasets.collect import collect, frame_features
+from embodied.datasets.collect import frame_features
 from embodied.offline import load_transitions
 from embodied.offline.iql import expectile_loss
-from embodied.offline.train import run_offline
 
 SMALL_NETS = ["algo.actor_hidden=[128,128]", "algo.critic_hidden=[128,128]",
               "algo.learning_rate=1e-3"]
@@ -52,7 +53,7 @@ def test_transitions_bootstrap_within_episodes_and_drop_time_outs(tmp_path):
 def mixed_reach(tmp_path_factory):
     """Half noisy-expert episodes, half random ones: the reward tells them apart."""
     out = tmp_path_factory.mktemp("offline") / "reach_mixed"
-    collect(load_config("collect", [
+    run_collect(load_config("collect", [
         "task=panda_reach", "policy=[expert,random]", "noise=[0.1,0]", "episodes=32",
         "num_envs=16", "cameras=[]", "progress=false", f"out={out}"]))
     return out
@@ -95,7 +96,7 @@ def test_offline_runs_resume_exactly_and_evaluate_like_ppo_runs(mixed_reach, tmp
     assert main(["eval", f"run={tmp_path / 'whole'}", "episodes=4", "video=false",
                  "progress=false"]) == 0
     # a trained run collects data like the expert does
-    summary = collect(load_config("collect", [
+    summary = run_collect(load_config("collect", [
         "task=panda_reach", f"policy={tmp_path / 'whole'}", "noise=0.1", "episodes=2",
         "num_envs=2", "cameras=[]", "task.episode_length_s=0.2", "progress=false",
         f"out={tmp_path / 'from_policy'}"]))

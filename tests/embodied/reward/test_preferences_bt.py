@@ -147,7 +147,7 @@ def test_vlm_preference_labeller_runs_end_to_end(reach_data, tmp_path):
     assert all(np.isnan(v) or v in (0.0, 0.5, 1.0) for v in labels)
     assert labeller.counter.num_answers == 10  # both orders
     # the VLM's progress percentages as the judge (ScoreLabeller over reward=vlm)
-    from embodied.reward.bt_train import make_labeller
+    from embodied.reward.preferences import make_labeller
 
     scorer = make_labeller({"kind": "model", "margin": 0.05, "model": {
         "name": "vlm", "model": str(path), "local_files_only": True}}, reach_data.cameras)

@@ -1,6 +1,7 @@
-"""`embodied train algo=sb3_ppo|sb3_sac`: stable-baselines3 on a batched sim task.
+"""stable-baselines3 PPO and SAC as :class:`~embodied.learners.base.Learner` s.
 
-The same run folder as our PPO (embodied/train.py): config.yaml, checkpoints/,
+``embodied train algo=sb3_ppo|sb3_sac`` leaves the same run folder as our PPO
+(:mod:`embodied.run_folder`): config.yaml, checkpoints/,
 metrics.csv (the same column names where they exist), TensorBoard events (if
 installed), learning_curve.png, eval.json + eval.mp4 (deterministic policy) and
 summary.json. The env is :class:`sim.adapters.sb3_vec.SB3VecEnv` over our batched
@@ -24,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -34,12 +35,12 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from embodied.config import save_config
-from embodied.plots import plot_learning_curve
-from embodied.rl.logger import MetricsLogger, read_metrics
-from embodied.rl.runner import CheckpointError, find_checkpoint
-from embodied.train import make_train_env, print_summary, resume_config, run_eval
+from embodied.learners.base import Policy, register_learner
+from embodied.rl.checkpoint import CheckpointError
+from embodied.rl.logger import MetricsLogger
+from embodied.run_folder import RunFolder
 from sim.adapters.sb3_vec import SB3VecEnv
+from sim.protocol import BatchedEnv
 
 _MODEL_RE = re.compile(r"model_(\d+)\.zip$")
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU}
@@ -284,13 +285,7 @@ class RunFolderCallback(BaseCallback):
         return self.last_checkpoint
 
 
-# -------------------------------------------------------------------- main
-def total_env_steps(cfg: DictConfig) -> int:
-    """The run's total env steps: top-level ``total_env_steps``, else the algo's default."""
-    value = cfg.total_env_steps if cfg.total_env_steps is not None else cfg.algo.total_env_steps
-    return int(value)
-
-
+# ----------------------------------------------------------------- learner
 def _with_saved_algo(cfg: DictConfig, run_dir: Path) -> DictConfig:
     """``cfg`` with the run's own ``algo`` section, replaced whole (the default is PPO's)."""
     path = run_dir / "config.yaml"
@@ -306,88 +301,6 @@ def _with_saved_algo(cfg: DictConfig, run_dir: Path) -> DictConfig:
     return cfg
 
 
-def run_sb3_train(cfg: DictConfig) -> dict[str, Any]:
-    """Train (or resume) an SB3 model, then plot, evaluate and print a summary."""
-    torch.set_num_threads(int(cfg.torch_threads))
-    ckpt = None
-    if cfg.resume is None:
-        run_dir = Path(cfg.run_dir)
-    else:
-        ckpt = find_checkpoint(cfg.resume, suffix=".zip", what="SB3 checkpoint")
-        run_dir = ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
-        cfg = resume_config(_with_saved_algo(cfg, run_dir), run_dir)
-    cfg = OmegaConf.merge(cfg, {"run_dir": str(run_dir)})
-    save_config(cfg, run_dir)
-    algo = OmegaConf.to_container(cfg.algo, resolve=True)
-    name = algo["name"]
-    venv = SB3VecEnv(make_train_env(cfg, int(cfg.num_envs), int(cfg.seed)))
-    state: dict[str, Any] = {}
-    if ckpt is None:
-        env = wrap_env(venv, algo)
-        model = build_model(algo, env, int(cfg.seed))
-    else:
-        model, env, state = load_checkpoint(ckpt, algo, venv)
-        print(f"resumed from {ckpt} ({model.num_timesteps} env steps)")
-    model.set_logger(Logger(folder=None, output_formats=[]))  # metrics go to our logger
-    if state.get("episodes"):  # kept by learn(reset_num_timesteps=False)
-        model.ep_info_buffer = deque(state["episodes"], maxlen=model._stats_window_size)
-        model.ep_success_buffer = deque(state.get("successes", []),
-                                        maxlen=model._stats_window_size)
-    metrics = MetricsLogger(run_dir, resume_iteration=int(state.get("iteration", 0))
-                            if ckpt else None,
-                            resume_step=model.num_timesteps if ckpt else None)
-    callback = RunFolderCallback(algo, metrics, run_dir / "checkpoints", state)
-    remaining = max(0, total_env_steps(cfg) - model.num_timesteps)
-    start = time.perf_counter()
-    try:
-        if remaining:
-            model.learn(remaining, callback=callback, reset_num_timesteps=ckpt is None,
-                        progress_bar=bool(cfg.progress) and _has_progress_bar())
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: checkpoint written to {callback.save()}\n"
-              f"resume with: embodied train resume={run_dir}")
-        raise
-    finally:
-        metrics.close()
-    train_s = time.perf_counter() - start
-
-    evaluation = (run_eval(cfg, sb3_policy(model, env), run_dir)
-                  if int(cfg.eval.num_envs) > 0 else None)
-    env.close()
-    rows = read_metrics(metrics.path) if metrics.path.exists() else {}
-    label = f"SB3 {name.removeprefix('sb3_').upper()}"
-    curve = None
-    if rows:
-        curve = plot_learning_curve(np.array(rows["env_steps"]), np.array(rows["episode_return"]),
-                                    np.array(rows["success_rate"]), run_dir / "learning_curve.png",
-                                    f"{cfg.task.name}: {label}, {cfg.num_envs} envs, "
-                                    f"seed {cfg.seed}",
-                                    evaluation["success_rate"] if evaluation else None)
-    last = callback.last_row
-    summary = {
-        "task": cfg.task.name,
-        "algo": name,
-        "run_dir": str(run_dir),
-        "iterations": callback.row_index,
-        "env_steps": int(model.num_timesteps),
-        "train_seconds": round(train_s, 1),
-        "train_seconds_total": round(callback.wall_time, 1),
-        "train_success_rate": last.get("success_rate"),
-        "collection_fps": last.get("collection_fps"),
-        "learning_fps": last.get("learning_fps"),
-        "tensorboard": metrics.tensorboard,
-        "learning_curve": str(curve) if curve else None,
-        "eval": evaluation,
-    }
-    print_summary(f"{cfg.task.name}: {label}, {cfg.num_envs} envs, {model.num_timesteps:,} env "
-                  f"steps in {train_s:.0f} s"
-                  + (f" (run total {summary['train_seconds_total']:.0f} s)" if ckpt else ""),
-                  last, len(model.ep_success_buffer or []), evaluation, run_dir)
-    print(f"  run folder          {run_dir}")
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    return summary
-
-
 def _has_progress_bar() -> bool:
     try:
         import rich  # noqa: F401  (SB3's progress bar needs tqdm and rich)
@@ -395,3 +308,121 @@ def _has_progress_bar() -> bool:
     except ImportError:
         return False
     return True
+
+
+@register_learner("sb3_ppo", "sb3_sac")
+class SB3Learner:
+    """An SB3 model on :class:`SB3VecEnv` (optionally in ``VecNormalize``).
+
+    The budget is ``total_env_steps`` (top level, else the algo's default); one
+    metrics row per ``algo.log_every_env_steps``. Trains on the task's own reward.
+    """
+
+    label: str = "SB3"
+    online: ClassVar[bool] = True
+    uses_reward_models: ClassVar[bool] = False
+    checkpoint_suffix: ClassVar[str] = ".zip"
+    checkpoint_kind: ClassVar[str] = "SB3 checkpoint"
+
+    def __init__(self, model: BaseAlgorithm, env: VecEnv, algo: dict[str, Any],
+                 folder: Path, state: dict[str, Any], progress: bool,
+                 resumed: bool = False) -> None:
+        self.model, self.env, self.algo, self.folder = model, env, algo, folder
+        self.state, self.progress, self.resumed = state, progress, resumed
+        self.callback: RunFolderCallback | None = None
+        self.label = f"SB3 {algo['name'].removeprefix('sb3_').upper()}"
+
+    @classmethod
+    def prepare(cls, cfg: DictConfig, run: RunFolder) -> DictConfig:
+        """``cfg``; on resume with the run's own ``algo`` and learning-curve settings."""
+        if run.resume_from is None:
+            return cfg
+        return run.resume_config(_with_saved_algo(cfg, run.path))
+
+    @classmethod
+    def budget(cls, cfg: DictConfig) -> int:
+        """The run's total env steps: top-level ``total_env_steps``, else the algo's default."""
+        value = cfg.total_env_steps if cfg.total_env_steps is not None \
+            else cfg.algo.total_env_steps
+        return int(value)
+
+    @classmethod
+    def build(cls, cfg: DictConfig, env: BatchedEnv, run: RunFolder,
+              data: Any = None) -> SB3Learner:
+        """A fresh model per ``cfg.algo``, or the one saved at ``run.resume_from``."""
+        algo = OmegaConf.to_container(cfg.algo, resolve=True)
+        venv = SB3VecEnv(env)
+        state: dict[str, Any] = {}
+        if run.resume_from is None:
+            wrapped = wrap_env(venv, algo)
+            model = build_model(algo, wrapped, int(cfg.seed))
+        else:
+            model, wrapped, state = load_checkpoint(run.resume_from, algo, venv)
+            print(f"resumed from {run.resume_from} ({model.num_timesteps} env steps)")
+        model.set_logger(Logger(folder=None, output_formats=[]))  # metrics go to our logger
+        if state.get("episodes"):  # kept by learn(reset_num_timesteps=False)
+            model.ep_info_buffer = deque(state["episodes"], maxlen=model._stats_window_size)
+            model.ep_success_buffer = deque(state.get("successes", []),
+                                            maxlen=model._stats_window_size)
+        return cls(model, wrapped, algo, run.checkpoints, state, bool(cfg.progress),
+                   resumed=run.resume_from is not None)
+
+    @property
+    def iteration(self) -> int:
+        """Metrics rows written, resumed ones included."""
+        return self.callback.row_index if self.callback else int(self.state.get("iteration", 0))
+
+    @property
+    def env_steps(self) -> int:
+        """The model's env-step counter."""
+        return int(self.model.num_timesteps)
+
+    @property
+    def wall_time(self) -> float:
+        """Seconds of training over all resumes."""
+        return self.callback.wall_time if self.callback else float(self.state.get("wall_time", 0))
+
+    @property
+    def episodes_seen(self) -> int:
+        """Recent episodes in the success rate."""
+        return len(self.model.ep_success_buffer or [])
+
+    def progress_text(self) -> str:
+        """``"<m> env steps"``."""
+        return f"{self.env_steps:,} env steps"
+
+    def learn(self, budget: int, logger: MetricsLogger | None = None) -> dict[str, Any]:
+        """``model.learn`` up to ``budget`` env steps in total; returns the last metrics row."""
+        if logger is None:
+            raise ValueError("SB3Learner.learn needs a MetricsLogger (rows and checkpoints)")
+        self.callback = RunFolderCallback(self.algo, logger, self.folder, self.state)
+        remaining = max(0, budget - self.env_steps)
+        try:
+            if remaining:
+                self.model.learn(remaining, callback=self.callback,
+                                 reset_num_timesteps=not self.resumed,
+                                 progress_bar=self.progress and _has_progress_bar())
+        except KeyboardInterrupt:
+            print(f"\ninterrupted: checkpoint written to {self.save()}")
+            raise
+        return self.callback.last_row
+
+    def save(self) -> Path:
+        """A checkpoint of the current step (the model file is written last)."""
+        if self.callback is None:
+            raise RuntimeError("SB3Learner.save before learn: nothing new to save")
+        return self.callback.save()
+
+    def load(self, path: Path) -> Path:
+        """Restore the model, normaliser and state saved at ``path`` (a model_*.zip)."""
+        self.model, self.env, self.state = load_checkpoint(path, self.algo, self.env)
+        self.resumed = True
+        return path
+
+    def act(self) -> Policy:
+        """The deterministic policy on raw observations (normalised as in training)."""
+        return sb3_policy(self.model, self.env)
+
+    def close(self) -> None:
+        """Close the env."""
+        self.env.close()

@@ -7,41 +7,21 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from tqdm import tqdm
 
+from embodied.commands.registry import command
 from embodied.config import ConfigError, save_config
+from embodied.envs import make_train_env
 from embodied.plots import plot_progress
-from sim import DomainRandomization, make_env
+from sim import BackendError
 from sim.experts import expert_names, make_expert
 from sim.render import tile_batch
 from sim.video import write_mp4
 
 
-def env_kwargs(task_cfg: DictConfig) -> dict:
-    """Env settings from a task config group entry."""
-    kwargs = {"obs_noise": bool(task_cfg.obs_noise),
-              "randomization": DomainRandomization(enabled=bool(task_cfg.randomization.enabled))}
-    if task_cfg.episode_length_s is not None:
-        kwargs["episode_length_s"] = float(task_cfg.episode_length_s)
-    if task_cfg.get("action") is not None:
-        kwargs["action"] = str(task_cfg.action)
-    terms = {k: task_cfg[k] for k in ("rewards", "observations") if task_cfg.get(k) is not None}
-    if terms:  # reward weights/params and observation noise over the task's defaults
-        kwargs["task_cfg"] = OmegaConf.to_container(OmegaConf.create(terms), resolve=True)
-    return kwargs
-
-
-def sim_kwargs(cfg: DictConfig) -> dict:
-    """``make_env`` arguments of the command's ``sim`` group (backend, device, renderer)."""
-    sim = cfg.get("sim") or {"name": "mujoco"}
-    kwargs = {"backend": str(sim["name"])}
-    for key in ("device", "renderer"):
-        if sim.get(key) is not None:
-            kwargs[key] = str(sim[key])
-    return kwargs
-
-
+@command("demo", "record scripted-expert rollouts of a task to an MP4 (all camera views)",
+         errors=(BackendError,))
 def run_demo(cfg: DictConfig) -> dict:
     """Roll out the expert on ``cfg.num_envs`` envs for one episode; write MP4, PNG, config."""
     if cfg.task.name not in expert_names():
@@ -49,8 +29,7 @@ def run_demo(cfg: DictConfig) -> dict:
                           f"choose task= one of {expert_names()}")
     run_dir = Path(cfg.run_dir)
     save_config(cfg, run_dir)
-    env = make_env(cfg.task.name, num_envs=cfg.num_envs, seed=cfg.seed, **env_kwargs(cfg.task),
-                   **sim_kwargs(cfg))
+    env = make_train_env(cfg, int(cfg.num_envs), int(cfg.seed))
     expert = make_expert(env, noise=cfg.noise, seed=cfg.seed)
     cameras = list(cfg.video.cameras or env.camera_names)
     frame_every = max(1, round(1.0 / (cfg.video.fps * env.state.control_dt)))

@@ -1,0 +1,24 @@
+"""`embodied label`: score a dataset's frames with a reward model into a new dataset.
+
+The source is only read; an interrupted labelling resumes (see
+:mod:`embodied.datasets.label`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from embodied.commands.registry import command
+from embodied.datasets import DatasetError
+from embodied.datasets.label import label_dataset
+
+
+@command("label", "score a dataset's frames with a reward model into a new dataset "
+         "(resumable)", errors=(DatasetError,))
+def run_label(cfg: DictConfig) -> dict[str, Any]:
+    """Label ``cfg.dataset`` into ``cfg.out``; returns the summary."""
+    torch.set_num_threads(int(cfg.get("torch_threads") or 1))
+    return label_dataset(cfg)

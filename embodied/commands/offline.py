@@ -1,0 +1,63 @@
+"""`embodied offline`: IQL or BC from a dataset path, evaluated in simulation.
+
+The run folder is the one of `embodied train` (:mod:`embodied.run_folder`); its
+checkpoints are read by `embodied eval` and `embodied export`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from omegaconf import DictConfig
+
+from embodied.commands.registry import command
+from embodied.config import ConfigError
+from embodied.datasets import DatasetError, LeRobotDataset
+from embodied.envs import make_train_env
+from embodied.learners.base import train_in
+from embodied.learners.factory import learner_class
+from embodied.offline.data import load_transitions
+from embodied.offline.runner import with_dataset_task
+from embodied.rl.checkpoint import CheckpointError
+from embodied.run_folder import EVAL_SEED_OFFSET, RunFolder, print_summary
+
+
+@command("offline", "train IQL or BC on a dataset, evaluated in simulation (run folder as for "
+         "train)", errors=(DatasetError, CheckpointError))
+def run_offline(cfg: DictConfig) -> dict[str, Any]:
+    """Train per ``cfg`` (configs/commands/offline.yaml); returns the summary."""
+    torch.set_num_threads(int(cfg.torch_threads))
+    if not cfg.get("dataset"):
+        raise DatasetError("no dataset given: pass dataset=PATH (a LeRobot dataset folder)")
+    learner_cls = learner_class(str(cfg.algo.name))
+    if learner_cls.online:
+        raise ConfigError(f"algo={cfg.algo.name} learns online: use `embodied train`")
+    ds = LeRobotDataset(str(cfg.dataset))
+    cfg = with_dataset_task(cfg, ds)
+    run = RunFolder.from_config(cfg, learner_cls.checkpoint_suffix, learner_cls.checkpoint_kind)
+    cfg = run.write_config(cfg)
+    data = load_transitions(ds.root, str(cfg.reward_key))
+    eval_env = None
+    if int(cfg.eval_episodes) > 0:
+        eval_env = make_train_env(cfg, min(int(cfg.eval_episodes), 64),
+                                  int(cfg.seed) + EVAL_SEED_OFFSET)
+    learner = learner_cls.build(cfg, eval_env, run, data)
+    trained = train_in(run, learner, learner_cls.budget(cfg),
+                       f"embodied offline dataset={cfg.dataset} resume={run.path}")
+    last, train_s = trained.last, trained.seconds
+    evaluation = run.evaluate(cfg, learner.act())
+    name = learner.label
+    curve = run.plot(f"{cfg.task.name}: {name} from {ds.root.name} ({len(data)} transitions), "
+                     f"seed {cfg.seed}", evaluation, x="gradient_steps",
+                     xlabel="gradient steps", evaluated_only=True)
+    summary = {"task": cfg.task.name, "algo": str(cfg.algo.name), "dataset": str(ds.root),
+               "reward_key": str(cfg.reward_key), "transitions": len(data),
+               "run_dir": str(run.path), "gradient_steps": learner.iteration,
+               "train_seconds": round(train_s, 1),
+               "gradient_steps_per_s": last.get("gradient_steps_per_s"),
+               "learning_curve": str(curve) if curve else None, "eval": evaluation}
+    print_summary(f"{cfg.task.name}: {name} on {len(data):,} transitions of {ds.root}, "
+                  f"{learner.progress_text()} in {train_s:.0f} s", None, 0, evaluation)
+    return run.finish(summary)
+

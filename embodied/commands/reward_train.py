@@ -1,0 +1,58 @@
+"""`embodied reward train`: simulate (or load) frames, train the learned PRM, evaluate it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from embodied.commands.registry import command
+from embodied.config import save_config
+from embodied.reward.prm.checkpoint import CHECKPOINT_NAME, save_prm
+from embodied.reward.prm.data import DataConfig, load_or_simulate
+from embodied.reward.prm.evaluate import evaluate, print_metrics
+from embodied.reward.prm.model import LearnedPRM
+from embodied.reward.prm.network import PRMConfig
+from embodied.reward.prm.train import TrainConfig, train_prm
+
+
+@command("reward train", "train the learned multi-view PRM on simulated episodes of a task",
+         errors=(FileNotFoundError, ValueError))
+def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
+    """Simulate (or load) a frame dataset, train the PRM, evaluate it; returns metrics."""
+    torch.set_num_threads(int(cfg.torch_threads))
+    run_dir = Path(cfg.run_dir)
+    save_config(cfg, run_dir)
+    data_cfg = OmegaConf.to_container(cfg.data, resolve=True)
+    path = data_cfg.pop("path")
+    start = time.perf_counter()
+    if path is None:
+        print(f"simulating {data_cfg['episodes']} episodes of {cfg.task.name} ...", flush=True)
+    data, path = load_or_simulate(path, DataConfig(task=cfg.task.name, **data_cfg),
+                                  run_dir / "data", progress_bar=True)
+    sim_s = time.perf_counter() - start
+    print(f"dataset {path}: {len(data.progress)} states of {len(data.episodes)} episodes "
+          f"({sim_s:.0f} s)", flush=True)
+    model_cfg = PRMConfig(cameras=data.cameras, **OmegaConf.to_container(cfg.model,
+                                                                          resolve=True))
+    net, stats = train_prm(data, model_cfg, TrainConfig(**OmegaConf.to_container(
+        cfg.train, resolve=True)))
+    info = {"task": data.meta["task"], "instruction": data.instruction,
+            "cameras": data.cameras, "data": str(path), "train": stats,
+            "data_seconds": round(sim_s, 1)}
+    ckpt = save_prm(run_dir / CHECKPOINT_NAME, net, info)
+    metrics = evaluate(LearnedPRM(ckpt), data, plot=run_dir / "eval.png")
+    info["metrics"] = metrics
+    save_prm(ckpt, net, info)
+    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    if not cfg.keep_data and Path(path) == run_dir / "data":
+        shutil.rmtree(path)
+    print_metrics(metrics)
+    print(f"  checkpoint          {ckpt}\n  use it              embodied train task="
+          f"{cfg.task.name} reward=prm reward.checkpoint={run_dir}")
+    return metrics

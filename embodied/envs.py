@@ -1,0 +1,52 @@
+"""Batched envs from command configs: the ``task`` and ``sim`` groups -> ``sim.make_env``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from sim import DomainRandomization, make_env
+from sim.protocol import BatchedEnv
+
+
+def env_kwargs(task_cfg: DictConfig) -> dict[str, Any]:
+    """Env settings from a task config group entry."""
+    kwargs = {"obs_noise": bool(task_cfg.obs_noise),
+              "randomization": DomainRandomization(enabled=bool(task_cfg.randomization.enabled))}
+    if task_cfg.episode_length_s is not None:
+        kwargs["episode_length_s"] = float(task_cfg.episode_length_s)
+    if task_cfg.get("action") is not None:
+        kwargs["action"] = str(task_cfg.action)
+    terms = {k: task_cfg[k] for k in ("rewards", "observations") if task_cfg.get(k) is not None}
+    if terms:  # reward weights/params and observation noise over the task's defaults
+        kwargs["task_cfg"] = OmegaConf.to_container(OmegaConf.create(terms), resolve=True)
+    return kwargs
+
+
+def sim_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """``make_env`` arguments of the command's ``sim`` group (backend, device, renderer)."""
+    sim = cfg.get("sim") or {"name": "mujoco"}
+    kwargs = {"backend": str(sim["name"])}
+    for key in ("device", "renderer"):
+        if sim.get(key) is not None:
+            kwargs[key] = str(sim[key])
+    return kwargs
+
+
+def thread_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """``nthread`` from the command's ``physics_threads`` (nothing if unset: all cores)."""
+    threads = cfg.get("physics_threads")
+    return {} if threads is None else {"nthread": int(threads)}
+
+
+def make_task_env(task_cfg: DictConfig, cfg: DictConfig, num_envs: int,
+                  seed: int) -> BatchedEnv:
+    """The env of ``task_cfg`` on the ``sim`` backend and ``physics_threads`` of ``cfg``."""
+    return make_env(str(task_cfg.name), num_envs=num_envs, seed=seed, **env_kwargs(task_cfg),
+                    **sim_kwargs(cfg), **thread_kwargs(cfg))
+
+
+def make_train_env(cfg: DictConfig, num_envs: int, seed: int) -> BatchedEnv:
+    """The env of the command's ``task`` (see :func:`make_task_env`)."""
+    return make_task_env(cfg.task, cfg, num_envs, seed)
