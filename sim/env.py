@@ -22,6 +22,7 @@ from robots import load_robot
 from robots.build import robot_mjspec
 from sim.actions import make_action_map
 from sim.physics import Physics
+from sim.protocol import batch_actions
 from sim.randomization import DomainRandomization
 from sim.task import Task
 
@@ -190,9 +191,9 @@ class TaskEnv:
 
     def step(self, actions: torch.Tensor):
         """Advance every env one control step; finished envs are reset (see BatchedEnv)."""
-        actions = torch.as_tensor(actions, dtype=torch.float64, device=self.device).reshape(
-            self.num_envs, self.action_dim).clamp(-1.0, 1.0)
-        actions = torch.nan_to_num(actions, nan=0.0)
+        actions = batch_actions(actions, self.num_envs, self.action_dim, self.device,
+                                torch.float64)
+        actions = torch.nan_to_num(actions.clamp(-1.0, 1.0), nan=0.0)
         self._history[self._head] = actions
         applied = self._history[(self._head - self._latency) % len(self._history), self._env_ids]
         self._head = (self._head + 1) % len(self._history)

@@ -54,6 +54,9 @@ class BatchedEnv(Protocol):
     ``done_ids``: ``final_obs`` (the last observation of the finished episode,
     for bootstrapping) and ``final_success``; and
     aligned with ``done_ids``: ``episode_return``, ``episode_length``.
+
+    ``step`` takes actions ``[num_envs, action_dim]`` (a flat ``[action_dim]``
+    only when ``num_envs == 1``, see :func:`batch_actions`).
     """
 
     num_envs: int
@@ -82,3 +85,22 @@ class BatchedEnv(Protocol):
     ) -> torch.Tensor: ...
 
     def close(self) -> None: ...
+
+
+def batch_actions(actions: Any, num_envs: int, action_dim: int,
+                  device: torch.device | str | None = None,
+                  dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``actions`` as a tensor [num_envs, action_dim] (on ``device``, as ``dtype``).
+
+    A flat [action_dim] is accepted only when ``num_envs == 1``. Any other shape raises
+    ``ValueError``, even one with the right number of elements: reshaping [action_dim,
+    num_envs] or [num_envs * action_dim] would hand one env's actions to another.
+    """
+    a = torch.as_tensor(actions, device=device, dtype=dtype)
+    if tuple(a.shape) == (num_envs, action_dim):
+        return a
+    if num_envs == 1 and tuple(a.shape) == (action_dim,):
+        return a.reshape(1, action_dim)
+    flat = f" (or [{action_dim}])" if num_envs == 1 else ""
+    raise ValueError(f"actions must have shape [{num_envs}, {action_dim}] (envs, action "
+                     f"dim){flat}, got {list(a.shape)}")

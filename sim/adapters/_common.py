@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from sim.protocol import BatchedEnv
+from sim.protocol import BatchedEnv, batch_actions
 
 
 def to_numpy(x: torch.Tensor) -> np.ndarray:
@@ -17,13 +17,9 @@ def to_numpy(x: torch.Tensor) -> np.ndarray:
 
 
 def as_actions(env: BatchedEnv, actions: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """Actions [B, action_dim] as a tensor on the env's device (shape checked)."""
-    a = torch.as_tensor(actions, device=env.device)
-    expected = env.num_envs * env.action_dim
-    if a.numel() != expected:
-        raise ValueError(f"expected {env.num_envs} x {env.action_dim} actions, got shape "
-                         f"{tuple(a.shape)}")
-    return a.reshape(env.num_envs, env.action_dim)
+    """Actions [B, action_dim] as a tensor on the env's device; any other shape (but
+    [action_dim] for a batch of one) raises ``ValueError`` (:func:`batch_actions`)."""
+    return batch_actions(actions, env.num_envs, env.action_dim, env.device)
 
 
 def single_spaces(env: BatchedEnv) -> tuple[spaces.Box, spaces.Box]:

@@ -65,8 +65,9 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
 
     ``reset(seed=...)`` reseeds the batched env's generator (a list of seeds: its
     first one), so trajectories, observation noise and domain randomisation are
-    reproducible from the seed. With ``render_mode="rgb_array"``, ``render()``
-    returns env 0's camera views side by side, uint8 ``[H, V * W, 3]``.
+    reproducible from the seed. Actions must be ``[B, action_dim]``.
+    With ``render_mode="rgb_array"``, ``render()`` returns env 0's camera views side
+    by side, uint8 ``[H, V * W, 3]``.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
