@@ -7,6 +7,10 @@ divergence handling and the randomisation draws. The engine behind it is a
 :class:`sim.physics.Physics` (C MuJoCo by default, see :mod:`sim.backends`).
 One env step = ``decimation`` physics steps with the actuator targets held, as
 on the real robot's PD loop. The observation is float32.
+
+Seeding follows gymnasium: ``EnvConfig.seed=None`` seeds the env's generator
+from the operating system's entropy (``env.seed`` says which seed it drew), an
+explicit seed reproduces every draw.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ class EnvConfig:
     """Settings shared by every backend."""
 
     num_envs: int = 16
-    seed: int = 0
+    seed: int | None = None  # None: drawn from the OS's entropy (gymnasium's convention)
     nthread: int | None = None  # physics threads; None: all cores
     obs_noise: bool = True
     randomization: DomainRandomization = field(default_factory=DomainRandomization)
@@ -106,7 +110,10 @@ class TaskEnv:
             (cfg.episode_length_s or task.episode_length_s) / self.state.control_dt
         )
         self._ctrl_ids = slice(0, self.action_map.ctrl_dim)  # the robot's actuators come first
-        self._gen = torch.Generator().manual_seed(cfg.seed)
+        self._gen = torch.Generator()
+        # The seed of the generator's last (re)seeding; drawn from entropy without one.
+        self.seed = self._gen.seed() if cfg.seed is None else int(cfg.seed)
+        self._gen.manual_seed(self.seed)
         rnd = cfg.randomization
         if rnd.enabled and not self.physics.supports_parameter_randomization:
             print(f"[sim] {self.backend}: friction, mass and PD-gain randomisation is not "
@@ -172,7 +179,8 @@ class TaskEnv:
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Reset every env (reseeding first if ``seed`` is given); returns obs [B, obs_dim]."""
         if seed is not None:
-            self._gen.manual_seed(seed)
+            self.seed = int(seed)
+            self._gen.manual_seed(self.seed)
         self._reset_envs(torch.arange(self.num_envs, device=self.device))
         return self._observe(noise=True)
 

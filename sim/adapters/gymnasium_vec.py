@@ -65,7 +65,8 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
 
     ``reset(seed=...)`` reseeds the batched env's generator (a list of seeds: its
     first one), so trajectories, observation noise and domain randomisation are
-    reproducible from the seed. Actions must be ``[B, action_dim]``.
+    reproducible from the seed; an env made without a ``seed`` setting draws its
+    seed from entropy, so unseeded envs differ. Actions must be ``[B, action_dim]``.
     With ``render_mode="rgb_array"``, ``render()`` returns env 0's camera views side
     by side, uint8 ``[H, V * W, 3]``.
     """
