@@ -67,8 +67,9 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
     first one), so trajectories, observation noise and domain randomisation are
     reproducible from the seed; an env made without a ``seed`` setting draws its
     seed from entropy, so unseeded envs differ. Actions must be ``[B, action_dim]``.
-    With ``render_mode="rgb_array"``, ``render()`` returns env 0's camera views side
-    by side, uint8 ``[H, V * W, 3]``.
+    With ``render_mode="rgb_array"``, ``render()`` returns one frame per sub-env (as
+    gymnasium's vector wrappers such as ``RecordVideo`` expect): a tuple of uint8
+    ``[H, V * W, 3]``, each env's camera views side by side.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -144,9 +145,13 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         infos["final_info"], infos["_final_info"] = final, done.copy()
         return infos
 
-    def render(self) -> np.ndarray | None:
-        """Env 0's camera views side by side, uint8 ``[H, V * W, 3]`` (``None`` without a mode)."""
-        return render_first_env(self)
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """One frame per sub-env: its camera views side by side, uint8 ``[H, V * W, 3]``
+        (``None`` without a render mode)."""
+        if not _can_render(self):
+            return None
+        return tuple(render_tiled(self.batched, range(self.num_envs), self.render_cameras,
+                                  self.render_width, self.render_height))
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the batched env (its renderers)."""
@@ -261,11 +266,18 @@ def make_vector_env(task: str, num_envs: int = 16, render_mode: str | None = Non
                               cameras=cameras, width=width, height=height)
 
 
-def render_first_env(adapter: GymnasiumEnv | GymnasiumVectorEnv) -> np.ndarray | None:
-    """Env 0's camera views side by side, per the adapter's render settings."""
+def _can_render(adapter: GymnasiumEnv | GymnasiumVectorEnv) -> bool:
+    """Whether the adapter has a render mode (warns as gymnasium's envs do if not)."""
     if adapter.render_mode is None:
         gymnasium.logger.warn("render() called without a render_mode; pass "
                               "render_mode='rgb_array' to the constructor")
+        return False
+    return True
+
+
+def render_first_env(adapter: GymnasiumEnv) -> np.ndarray | None:
+    """Env 0's camera views side by side, per the adapter's render settings."""
+    if not _can_render(adapter):
         return None
     return render_tiled(adapter.batched, [0], adapter.render_cameras, adapter.render_width,
                         adapter.render_height)[0]
