@@ -15,6 +15,7 @@ explicit seed reproduces every draw.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,6 +136,7 @@ class TaskEnv:
         self._renderers: dict[tuple, Any] = {}
         self._final_frames: dict[str, Any] | None = None  # see request_final_frames
         self.obs_dim = self._observe(noise=False).shape[1]
+        self.obs_bounds = self._observation_bounds()
         self.reset()
 
     # ------------------------------------------------------------ set-up
@@ -148,6 +150,23 @@ class TaskEnv:
         gain = rnd.sample(rnd.pd_gain_scale, n, self._gen)
         if self.physics.supports_parameter_randomization:
             self.physics.scale_parameters(ids, friction, mass, gain, self._ctrl_ids)
+
+    def _observation_bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """float32 (low, high) [obs_dim]: the task's term bounds widened by the terms'
+        noise, -inf / inf for unbounded terms."""
+        declared = self.task.observation_bounds()
+        unknown = sorted(set(declared) - {t.name for t in self._obs_terms})
+        if unknown:
+            raise ValueError(f"task '{self.task.name}' declares bounds of unknown "
+                             f"observation terms {unknown}")
+        lows, highs = [], []
+        for term in self._obs_terms:
+            dim = term.fn().reshape(self.num_envs, -1).shape[1]
+            low, high = declared.get(term.name, (-math.inf, math.inf))
+            noise = term.noise if self.cfg.obs_noise else 0.0
+            lows.append(torch.as_tensor(low, dtype=torch.float64).expand(dim) - noise)
+            highs.append(torch.as_tensor(high, dtype=torch.float64).expand(dim) + noise)
+        return torch.cat(lows).to(torch.float32), torch.cat(highs).to(torch.float32)
 
     # ------------------------------------------------------------- core
     def _observe(self, noise: bool, ids: torch.Tensor | None = None) -> torch.Tensor:

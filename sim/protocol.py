@@ -56,7 +56,9 @@ class BatchedEnv(Protocol):
     aligned with ``done_ids``: ``episode_return``, ``episode_length``.
 
     ``step`` takes actions ``[num_envs, action_dim]`` (a flat ``[action_dim]``
-    only when ``num_envs == 1``, see :func:`batch_actions`).
+    only when ``num_envs == 1``, see :func:`batch_actions`). An env whose
+    observation terms have bounds also has ``obs_bounds``: float32 tensors
+    ``(low, high)`` [obs_dim], ``-inf`` / ``inf`` where a term is unbounded.
     """
 
     num_envs: int

@@ -23,8 +23,14 @@ def as_actions(env: BatchedEnv, actions: np.ndarray | torch.Tensor) -> torch.Ten
 
 
 def single_spaces(env: BatchedEnv) -> tuple[spaces.Box, spaces.Box]:
-    """The observation space (float32, unbounded) and action space ([-1, 1]) of one env."""
-    obs = spaces.Box(-np.inf, np.inf, shape=(env.obs_dim,), dtype=np.float32)
+    """The observation space (float32, the env's ``obs_bounds``, else unbounded) and the
+    action space ([-1, 1]) of one env."""
+    bounds = getattr(env, "obs_bounds", None)
+    if bounds is None:
+        obs = spaces.Box(-np.inf, np.inf, shape=(env.obs_dim,), dtype=np.float32)
+    else:
+        obs = spaces.Box(to_numpy(bounds[0]).astype(np.float32),
+                         to_numpy(bounds[1]).astype(np.float32), dtype=np.float32)
     act = spaces.Box(-1.0, 1.0, shape=(env.action_dim,), dtype=np.float32)
     return obs, act
 
