@@ -207,9 +207,12 @@ class TaskEnv:
         """The current observation [B, obs_dim], e.g. after a task command was changed."""
         return self._observe(noise=noise)
 
-    def _diverged(self, qpos_before: torch.Tensor) -> torch.Tensor:
+    def _diverged(self, qpos_before: torch.Tensor, finite_before: torch.Tensor) -> torch.Tensor:
         s = self.state
-        bad = ~torch.isfinite(s.qpos).all(1) | ~torch.isfinite(s.qvel).all(1)
+        # A non-finite state before the step: MuJoCo resets such a simulation to qpos0
+        # while stepping, so the state after it looks healthy.
+        bad = ~finite_before
+        bad |= ~torch.isfinite(s.qpos).all(1) | ~torch.isfinite(s.qvel).all(1)
         bad |= s.qvel.abs().amax(1) > self.cfg.divergence_qvel
         # MuJoCo itself resets a simulation whose accelerations blew up, silently and
         # without rewinding time: the state then jumps back to the model's qpos0.
@@ -227,10 +230,12 @@ class TaskEnv:
         self.task.apply_action(actions)  # what the policy sent (observed as 'last action')
         self.state.ctrl[:, self._ctrl_ids] = self.action_map(applied)
         qpos_before = self.state.qpos.clone()
+        finite_before = (torch.isfinite(qpos_before).all(1)
+                         & torch.isfinite(self.state.qvel).all(1))
         self.physics.step(self.decimation)
         self.task.clear_cache()
         self.episode_step += 1
-        diverged = self._diverged(qpos_before)
+        diverged = self._diverged(qpos_before, finite_before)
         self.task.post_physics()
 
         obs = self._observe(noise=True)
