@@ -127,6 +127,7 @@ class TaskEnv:
         self.episode_return = torch.zeros(self.num_envs, dtype=torch.float64, device=dev)
         self.diverged_total = 0
         self.diverged_envs = torch.zeros(self.num_envs, dtype=torch.long, device=dev)
+        self.nan_action_total = 0  # env steps whose action held a NaN (replaced by 0)
         lat_hi = rnd.action_latency_steps[1] if rnd.enabled else 0
         # Ring buffer of the last actions sent; an env with latency d gets the one from d steps ago.
         self._head, self._env_ids = 0, torch.arange(self.num_envs, device=dev)
@@ -223,7 +224,9 @@ class TaskEnv:
         """Advance every env one control step; finished envs are reset (see BatchedEnv)."""
         actions = batch_actions(actions, self.num_envs, self.action_dim, self.device,
                                 torch.float64)
+        nan_actions = torch.isnan(actions).sum(1)
         actions = torch.nan_to_num(actions.clamp(-1.0, 1.0), nan=0.0)
+        self.nan_action_total += int((nan_actions > 0).sum())
         self._history[self._head] = actions
         applied = self._history[(self._head - self._latency) % len(self._history), self._env_ids]
         self._head = (self._head + 1) % len(self._history)
@@ -260,6 +263,7 @@ class TaskEnv:
             "reward_terms": {k: v.to(torch.float32) for k, v in terms.items()},
             "diverged": diverged,
             "time_outs": truncated,
+            "nan_actions": nan_actions,
         }
         if done.any():
             ids = done.nonzero().flatten()

@@ -54,6 +54,8 @@ class BatchedEnv(Protocol):
     ``done_ids``: ``final_obs`` (the last observation of the finished episode,
     for bootstrapping) and ``final_success``; and
     aligned with ``done_ids``: ``episode_return``, ``episode_length``.
+    ``nan_actions`` (int [B]) counts the NaN entries of each env's action in
+    this step (they were replaced by 0).
 
     ``step`` takes actions ``[num_envs, action_dim]`` (a flat ``[action_dim]``
     only when ``num_envs == 1``, see :func:`batch_actions`). An env whose

@@ -62,6 +62,8 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
       observations (``None`` elsewhere), only in steps where some env finished.
     * ``final_info`` / ``_final_info``: for the finished envs, ``success``,
       ``progress``, ``episode_return`` (float64) and ``episode_length`` (int64).
+    * ``nan_actions`` (int64, every env): NaN entries of this step's action
+      (replaced by 0 before they reached the simulation).
 
     ``reset(seed=...)`` reseeds the batched env's generator (a list of seeds: its
     first one), so trajectories, observation noise and domain randomisation are
@@ -114,6 +116,9 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         """Gymnasium's dict-of-arrays infos (see the class docstring)."""
         running = ~done
         infos: dict[str, Any] = {}
+        if "nan_actions" in info:
+            infos["nan_actions"] = to_numpy(info["nan_actions"]).astype(np.int64)
+            infos["_nan_actions"] = np.ones(self.num_envs, dtype=bool)
         last: dict[str, np.ndarray] = {}
         for key, dtype in (("success", np.bool_), ("progress", np.float32)):
             if key in info:
@@ -163,7 +168,8 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
 
     ``step`` returns ``(obs, reward, terminated, truncated, info)`` with a float32
     observation, and ``info`` holding ``success`` / ``is_success`` (bool),
-    ``progress`` (float), ``reward_terms`` (name -> weighted term reward) and, at the end of an
+    ``progress`` (float), ``reward_terms`` (name -> weighted term reward), ``nan_actions``
+    (NaN entries of the action, replaced by 0) and, at the end of an
     episode, ``episode_return`` and ``episode_length``. When an episode ends the
     returned observation is its final one; the next ``reset()`` (without a seed)
     returns the first observation of the episode the batched env already started.
@@ -237,6 +243,8 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
             step_info["success"] = step_info["is_success"] = bool(info["success"][0])
         if "progress" in info:
             step_info["progress"] = float(info["progress"][0])
+        if "nan_actions" in info:
+            step_info["nan_actions"] = int(info["nan_actions"][0])
         if isinstance(info.get("reward_terms"), dict):
             step_info["reward_terms"] = {k: float(v[0]) for k, v in info["reward_terms"].items()}
         if term or trunc:
