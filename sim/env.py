@@ -7,10 +7,15 @@ divergence handling and the randomisation draws. The engine behind it is a
 :class:`sim.physics.Physics` (C MuJoCo by default, see :mod:`sim.backends`).
 One env step = ``decimation`` physics steps with the actuator targets held, as
 on the real robot's PD loop. The observation is float32.
+
+Seeding follows gymnasium: ``EnvConfig.seed=None`` seeds the env's generator
+from the operating system's entropy (``env.seed`` says which seed it drew), an
+explicit seed reproduces every draw.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +27,7 @@ from robots import load_robot
 from robots.build import robot_mjspec
 from sim.actions import make_action_map
 from sim.physics import Physics
+from sim.protocol import batch_actions
 from sim.randomization import DomainRandomization
 from sim.task import Task
 
@@ -34,7 +40,7 @@ class EnvConfig:
     """Settings shared by every backend."""
 
     num_envs: int = 16
-    seed: int = 0
+    seed: int | None = None  # None: drawn from the OS's entropy (gymnasium's convention)
     nthread: int | None = None  # physics threads; None: all cores
     obs_noise: bool = True
     randomization: DomainRandomization = field(default_factory=DomainRandomization)
@@ -105,7 +111,10 @@ class TaskEnv:
             (cfg.episode_length_s or task.episode_length_s) / self.state.control_dt
         )
         self._ctrl_ids = slice(0, self.action_map.ctrl_dim)  # the robot's actuators come first
-        self._gen = torch.Generator().manual_seed(cfg.seed)
+        self._gen = torch.Generator()
+        # The seed of the generator's last (re)seeding; drawn from entropy without one.
+        self.seed = self._gen.seed() if cfg.seed is None else int(cfg.seed)
+        self._gen.manual_seed(self.seed)
         rnd = cfg.randomization
         if rnd.enabled and not self.physics.supports_parameter_randomization:
             print(f"[sim] {self.backend}: friction, mass and PD-gain randomisation is not "
@@ -118,6 +127,7 @@ class TaskEnv:
         self.episode_return = torch.zeros(self.num_envs, dtype=torch.float64, device=dev)
         self.diverged_total = 0
         self.diverged_envs = torch.zeros(self.num_envs, dtype=torch.long, device=dev)
+        self.nan_action_total = 0  # env steps whose action held a NaN (replaced by 0)
         lat_hi = rnd.action_latency_steps[1] if rnd.enabled else 0
         # Ring buffer of the last actions sent; an env with latency d gets the one from d steps ago.
         self._head, self._env_ids = 0, torch.arange(self.num_envs, device=dev)
@@ -127,6 +137,7 @@ class TaskEnv:
         self._renderers: dict[tuple, Any] = {}
         self._final_frames: dict[str, Any] | None = None  # see request_final_frames
         self.obs_dim = self._observe(noise=False).shape[1]
+        self.obs_bounds = self._observation_bounds()
         self.reset()
 
     # ------------------------------------------------------------ set-up
@@ -140,6 +151,23 @@ class TaskEnv:
         gain = rnd.sample(rnd.pd_gain_scale, n, self._gen)
         if self.physics.supports_parameter_randomization:
             self.physics.scale_parameters(ids, friction, mass, gain, self._ctrl_ids)
+
+    def _observation_bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """float32 (low, high) [obs_dim]: the task's term bounds widened by the terms'
+        noise, -inf / inf for unbounded terms."""
+        declared = self.task.observation_bounds()
+        unknown = sorted(set(declared) - {t.name for t in self._obs_terms})
+        if unknown:
+            raise ValueError(f"task '{self.task.name}' declares bounds of unknown "
+                             f"observation terms {unknown}")
+        lows, highs = [], []
+        for term in self._obs_terms:
+            dim = term.fn().reshape(self.num_envs, -1).shape[1]
+            low, high = declared.get(term.name, (-math.inf, math.inf))
+            noise = term.noise if self.cfg.obs_noise else 0.0
+            lows.append(torch.as_tensor(low, dtype=torch.float64).expand(dim) - noise)
+            highs.append(torch.as_tensor(high, dtype=torch.float64).expand(dim) + noise)
+        return torch.cat(lows).to(torch.float32), torch.cat(highs).to(torch.float32)
 
     # ------------------------------------------------------------- core
     def _observe(self, noise: bool, ids: torch.Tensor | None = None) -> torch.Tensor:
@@ -171,7 +199,8 @@ class TaskEnv:
     def reset(self, seed: int | None = None) -> torch.Tensor:
         """Reset every env (reseeding first if ``seed`` is given); returns obs [B, obs_dim]."""
         if seed is not None:
-            self._gen.manual_seed(seed)
+            self.seed = int(seed)
+            self._gen.manual_seed(self.seed)
         self._reset_envs(torch.arange(self.num_envs, device=self.device))
         return self._observe(noise=True)
 
@@ -187,9 +216,12 @@ class TaskEnv:
         """Restore a state returned by :meth:`rng_state`."""
         self._gen.set_state(state)
 
-    def _diverged(self, qpos_before: torch.Tensor) -> torch.Tensor:
+    def _diverged(self, qpos_before: torch.Tensor, finite_before: torch.Tensor) -> torch.Tensor:
         s = self.state
-        bad = ~torch.isfinite(s.qpos).all(1) | ~torch.isfinite(s.qvel).all(1)
+        # A non-finite state before the step: MuJoCo resets such a simulation to qpos0
+        # while stepping, so the state after it looks healthy.
+        bad = ~finite_before
+        bad |= ~torch.isfinite(s.qpos).all(1) | ~torch.isfinite(s.qvel).all(1)
         bad |= s.qvel.abs().amax(1) > self.cfg.divergence_qvel
         # MuJoCo itself resets a simulation whose accelerations blew up, silently and
         # without rewinding time: the state then jumps back to the model's qpos0.
@@ -198,19 +230,23 @@ class TaskEnv:
 
     def step(self, actions: torch.Tensor):
         """Advance every env one control step; finished envs are reset (see BatchedEnv)."""
-        actions = torch.as_tensor(actions, dtype=torch.float64, device=self.device).reshape(
-            self.num_envs, self.action_dim).clamp(-1.0, 1.0)
-        actions = torch.nan_to_num(actions, nan=0.0)
+        actions = batch_actions(actions, self.num_envs, self.action_dim, self.device,
+                                torch.float64)
+        nan_actions = torch.isnan(actions).sum(1)
+        actions = torch.nan_to_num(actions.clamp(-1.0, 1.0), nan=0.0)
+        self.nan_action_total += int((nan_actions > 0).sum())
         self._history[self._head] = actions
         applied = self._history[(self._head - self._latency) % len(self._history), self._env_ids]
         self._head = (self._head + 1) % len(self._history)
         self.task.apply_action(actions)  # what the policy sent (observed as 'last action')
         self.state.ctrl[:, self._ctrl_ids] = self.action_map(applied)
         qpos_before = self.state.qpos.clone()
+        finite_before = (torch.isfinite(qpos_before).all(1)
+                         & torch.isfinite(self.state.qvel).all(1))
         self.physics.step(self.decimation)
         self.task.clear_cache()
         self.episode_step += 1
-        diverged = self._diverged(qpos_before)
+        diverged = self._diverged(qpos_before, finite_before)
         self.task.post_physics()
 
         obs = self._observe(noise=True)
@@ -235,6 +271,7 @@ class TaskEnv:
             "reward_terms": {k: v.to(torch.float32) for k, v in terms.items()},
             "diverged": diverged,
             "time_outs": truncated,
+            "nan_actions": nan_actions,
         }
         if done.any():
             ids = done.nonzero().flatten()

@@ -54,6 +54,13 @@ class BatchedEnv(Protocol):
     ``done_ids``: ``final_obs`` (the last observation of the finished episode,
     for bootstrapping) and ``final_success``; and
     aligned with ``done_ids``: ``episode_return``, ``episode_length``.
+    ``nan_actions`` (int [B]) counts the NaN entries of each env's action in
+    this step (they were replaced by 0).
+
+    ``step`` takes actions ``[num_envs, action_dim]`` (a flat ``[action_dim]``
+    only when ``num_envs == 1``, see :func:`batch_actions`). An env whose
+    observation terms have bounds also has ``obs_bounds``: float32 tensors
+    ``(low, high)`` [obs_dim], ``-inf`` / ``inf`` where a term is unbounded.
     """
 
     num_envs: int
@@ -95,3 +102,22 @@ class RngStateful(Protocol):
     def rng_state(self) -> torch.Tensor: ...
 
     def set_rng_state(self, state: torch.Tensor) -> None: ...
+
+
+def batch_actions(actions: Any, num_envs: int, action_dim: int,
+                  device: torch.device | str | None = None,
+                  dtype: torch.dtype | None = None) -> torch.Tensor:
+    """``actions`` as a tensor [num_envs, action_dim] (on ``device``, as ``dtype``).
+
+    A flat [action_dim] is accepted only when ``num_envs == 1``. Any other shape raises
+    ``ValueError``, even one with the right number of elements: reshaping [action_dim,
+    num_envs] or [num_envs * action_dim] would hand one env's actions to another.
+    """
+    a = torch.as_tensor(actions, device=device, dtype=dtype)
+    if tuple(a.shape) == (num_envs, action_dim):
+        return a
+    if num_envs == 1 and tuple(a.shape) == (action_dim,):
+        return a.reshape(1, action_dim)
+    flat = f" (or [{action_dim}])" if num_envs == 1 else ""
+    raise ValueError(f"actions must have shape [{num_envs}, {action_dim}] (envs, action "
+                     f"dim){flat}, got {list(a.shape)}")

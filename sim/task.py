@@ -49,6 +49,22 @@ class RewardTerm:
 
 # Term name -> pure function of the task (and, for reward terms, the term's parameters).
 TermFunctions = Mapping[str, Callable[..., torch.Tensor]]
+# Term name -> (low, high) of its values: floats or per-dimension sequences.
+TermBounds = dict[str, tuple[Any, Any]]
+
+# MuJoCo's joint limits are soft constraints: under bang-bang actions the Panda and Go2
+# joints went up to 0.11 rad past them, the Panda fingers 20% of their range. Observation
+# bounds derived from limits are widened by this share of each joint's range on each side.
+SOFT_LIMIT_MARGIN = 0.5
+
+
+def soft_limit_bounds(lower: Any, upper: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Joint limits widened by :data:`SOFT_LIMIT_MARGIN` of their range: bounds a
+    simulated joint position stays within (float64 tensors)."""
+    lower = torch.as_tensor(lower, dtype=torch.float64)
+    upper = torch.as_tensor(upper, dtype=torch.float64)
+    margin = SOFT_LIMIT_MARGIN * (upper - lower)
+    return lower - margin, upper + margin
 
 
 @dataclass
@@ -205,6 +221,19 @@ class Task:
         """The policy observation, in ``observation_functions`` order, noise from the config."""
         return [ObsTerm(name, functools.partial(fn, self), self.cfg.observations[name].noise)
                 for name, fn in self.observation_functions.items()]
+
+    def observation_bounds(self) -> TermBounds:
+        """(low, high) of the observation terms that are bounded, by term name, before
+        noise (the env widens them by each term's noise). Terms not listed are unbounded.
+        The base task declares none."""
+        return {}
+
+    def relative_joint_bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Bounds of joint positions minus the default pose: the robot's limits, widened
+        as :func:`soft_limit_bounds` says."""
+        low, high = soft_limit_bounds(self.robot.lower, self.robot.upper)
+        default = torch.as_tensor(self.robot.default_pose, dtype=torch.float64)
+        return low - default, high - default
 
     def reward_terms(self) -> list[RewardTerm]:
         """The weighted reward terms, in config order, weights and parameters from the config."""

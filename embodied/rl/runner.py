@@ -80,7 +80,7 @@ class OnPolicyRunner:
             self.obs = env.reset()
             self.reward_terms.reset()
         storage.clear()
-        diverged = 0
+        diverged = nan_actions = 0
         for _ in range(cfg.num_steps):
             obs = policy.normalize(self.obs)
             actions, log_probs, dist = policy.act(obs)
@@ -100,12 +100,14 @@ class OnPolicyRunner:
                     self.episodes.append((ret, float(ok), float(length)))
             self.reward_terms.step(info.get("reward_terms", {}), info.get("done_ids"))
             diverged += int(info["diverged"].sum())
+            if "nan_actions" in info:  # env steps whose action held a NaN (sent as 0)
+                nan_actions += int((info["nan_actions"] > 0).sum())
             storage.add(obs, actions, dist.mean, dist.stddev, log_probs, values, rewards,
                         terminated | truncated)
             self.obs = next_obs
         last_values = policy.evaluate(policy.normalize(self.obs, update=False))
         storage.compute_returns(last_values, cfg.gamma, cfg.lam)
-        return {"diverged": float(diverged)}
+        return {"diverged": float(diverged), "nan_actions": float(nan_actions)}
 
     # -------------------------------------------------------------- the loop
     def learn(self, max_iterations: int, logger: MetricsLogger | None = None) -> dict[str, Any]:
@@ -181,6 +183,7 @@ class OnPolicyRunner:
             "value_loss": stats["loss/value"],
             "action_std": self.policy.log_std.exp().mean().item(),
             "diverged": extra["diverged"],
+            "nan_actions": extra.get("nan_actions", 0.0),
             **self.reward_terms.means(),
         }
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from sim.protocol import BatchedEnv
+from sim.protocol import BatchedEnv, batch_actions
 
 
 def to_numpy(x: torch.Tensor) -> np.ndarray:
@@ -17,18 +17,20 @@ def to_numpy(x: torch.Tensor) -> np.ndarray:
 
 
 def as_actions(env: BatchedEnv, actions: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """Actions [B, action_dim] as a tensor on the env's device (shape checked)."""
-    a = torch.as_tensor(actions, device=env.device)
-    expected = env.num_envs * env.action_dim
-    if a.numel() != expected:
-        raise ValueError(f"expected {env.num_envs} x {env.action_dim} actions, got shape "
-                         f"{tuple(a.shape)}")
-    return a.reshape(env.num_envs, env.action_dim)
+    """Actions [B, action_dim] as a tensor on the env's device; any other shape (but
+    [action_dim] for a batch of one) raises ``ValueError`` (:func:`batch_actions`)."""
+    return batch_actions(actions, env.num_envs, env.action_dim, env.device)
 
 
 def single_spaces(env: BatchedEnv) -> tuple[spaces.Box, spaces.Box]:
-    """The observation space (float32, unbounded) and action space ([-1, 1]) of one env."""
-    obs = spaces.Box(-np.inf, np.inf, shape=(env.obs_dim,), dtype=np.float32)
+    """The observation space (float32, the env's ``obs_bounds``, else unbounded) and the
+    action space ([-1, 1]) of one env."""
+    bounds = getattr(env, "obs_bounds", None)
+    if bounds is None:
+        obs = spaces.Box(-np.inf, np.inf, shape=(env.obs_dim,), dtype=np.float32)
+    else:
+        obs = spaces.Box(to_numpy(bounds[0]).astype(np.float32),
+                         to_numpy(bounds[1]).astype(np.float32), dtype=np.float32)
     act = spaces.Box(-1.0, 1.0, shape=(env.action_dim,), dtype=np.float32)
     return obs, act
 

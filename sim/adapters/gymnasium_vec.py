@@ -62,11 +62,16 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
       observations (``None`` elsewhere), only in steps where some env finished.
     * ``final_info`` / ``_final_info``: for the finished envs, ``success``,
       ``progress``, ``episode_return`` (float64) and ``episode_length`` (int64).
+    * ``nan_actions`` (int64, every env): NaN entries of this step's action
+      (replaced by 0 before they reached the simulation).
 
     ``reset(seed=...)`` reseeds the batched env's generator (a list of seeds: its
     first one), so trajectories, observation noise and domain randomisation are
-    reproducible from the seed. With ``render_mode="rgb_array"``, ``render()``
-    returns env 0's camera views side by side, uint8 ``[H, V * W, 3]``.
+    reproducible from the seed; an env made without a ``seed`` setting draws its
+    seed from entropy, so unseeded envs differ. Actions must be ``[B, action_dim]``.
+    With ``render_mode="rgb_array"``, ``render()`` returns one frame per sub-env (as
+    gymnasium's vector wrappers such as ``RecordVideo`` expect): a tuple of uint8
+    ``[H, V * W, 3]``, each env's camera views side by side.
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -111,6 +116,9 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         """Gymnasium's dict-of-arrays infos (see the class docstring)."""
         running = ~done
         infos: dict[str, Any] = {}
+        if "nan_actions" in info:
+            infos["nan_actions"] = to_numpy(info["nan_actions"]).astype(np.int64)
+            infos["_nan_actions"] = np.ones(self.num_envs, dtype=bool)
         last: dict[str, np.ndarray] = {}
         for key, dtype in (("success", np.bool_), ("progress", np.float32)):
             if key in info:
@@ -142,9 +150,13 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         infos["final_info"], infos["_final_info"] = final, done.copy()
         return infos
 
-    def render(self) -> np.ndarray | None:
-        """Env 0's camera views side by side, uint8 ``[H, V * W, 3]`` (``None`` without a mode)."""
-        return render_first_env(self)
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        """One frame per sub-env: its camera views side by side, uint8 ``[H, V * W, 3]``
+        (``None`` without a render mode)."""
+        if not _can_render(self):
+            return None
+        return tuple(render_tiled(self.batched, range(self.num_envs), self.render_cameras,
+                                  self.render_width, self.render_height))
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the batched env (its renderers)."""
@@ -156,7 +168,8 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
 
     ``step`` returns ``(obs, reward, terminated, truncated, info)`` with a float32
     observation, and ``info`` holding ``success`` / ``is_success`` (bool),
-    ``progress`` (float), ``reward_terms`` (name -> weighted term reward) and, at the end of an
+    ``progress`` (float), ``reward_terms`` (name -> weighted term reward), ``nan_actions``
+    (NaN entries of the action, replaced by 0) and, at the end of an
     episode, ``episode_return`` and ``episode_length``. When an episode ends the
     returned observation is its final one; the next ``reset()`` (without a seed)
     returns the first observation of the episode the batched env already started.
@@ -230,6 +243,8 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
             step_info["success"] = step_info["is_success"] = bool(info["success"][0])
         if "progress" in info:
             step_info["progress"] = float(info["progress"][0])
+        if "nan_actions" in info:
+            step_info["nan_actions"] = int(info["nan_actions"][0])
         if isinstance(info.get("reward_terms"), dict):
             step_info["reward_terms"] = {k: float(v[0]) for k, v in info["reward_terms"].items()}
         if term or trunc:
@@ -259,11 +274,18 @@ def make_vector_env(task: str, num_envs: int = 16, render_mode: str | None = Non
                               cameras=cameras, width=width, height=height)
 
 
-def render_first_env(adapter: GymnasiumEnv | GymnasiumVectorEnv) -> np.ndarray | None:
-    """Env 0's camera views side by side, per the adapter's render settings."""
+def _can_render(adapter: GymnasiumEnv | GymnasiumVectorEnv) -> bool:
+    """Whether the adapter has a render mode (warns as gymnasium's envs do if not)."""
     if adapter.render_mode is None:
         gymnasium.logger.warn("render() called without a render_mode; pass "
                               "render_mode='rgb_array' to the constructor")
+        return False
+    return True
+
+
+def render_first_env(adapter: GymnasiumEnv) -> np.ndarray | None:
+    """Env 0's camera views side by side, per the adapter's render settings."""
+    if not _can_render(adapter):
         return None
     return render_tiled(adapter.batched, [0], adapter.render_cameras, adapter.render_width,
                         adapter.render_height)[0]

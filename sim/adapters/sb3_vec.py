@@ -11,6 +11,8 @@ SB3's conventions, as its ``DummyVecEnv`` + ``Monitor`` produce them:
   ``Monitor`` writes), so ``model.ep_info_buffer`` and the ``rollout/ep_rew_mean``
   logs work without wrapping; ``infos[i]["is_success"]`` feeds ``success_rate``.
   These keys are set for the envs that finished in that step only.
+* ``infos[i]["nan_actions"]``: NaN entries of env ``i``'s action (replaced by 0),
+  set only in steps where the action held one.
 """
 
 from __future__ import annotations
@@ -104,6 +106,10 @@ class SB3VecEnv(VecEnv):
         if diverged is not None:
             bootstrap &= ~to_numpy(diverged).astype(bool)
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if "nan_actions" in info:
+            counts = to_numpy(info["nan_actions"])
+            for i in np.flatnonzero(counts):
+                infos[i]["nan_actions"] = int(counts[i])
         if dones.any():
             final_obs = to_numpy(info["final_obs"])
             success = to_numpy(info.get("final_success", info.get("success")))
@@ -112,7 +118,7 @@ class SB3VecEnv(VecEnv):
             returns = to_numpy(info["episode_return"]).tolist()
             lengths = to_numpy(info["episode_length"]).tolist()
             for i, ret, length in zip(ids, returns, lengths, strict=True):
-                infos[i] = {
+                infos[i] |= {
                     "terminal_observation": final_obs[i].copy(),
                     "TimeLimit.truncated": bool(bootstrap[i]),
                     "episode": {"r": float(ret), "l": int(length), "t": elapsed},

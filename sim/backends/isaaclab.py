@@ -124,6 +124,7 @@ class IsaacLabEnv:
         self.control_dt = float(info["control_dt"])
         self.max_episode_steps = int(info["max_episode_steps"])
         self.obs_dim, self.action_dim = int(info["obs_dim"]), int(info["action_dim"])
+        self.obs_bounds = tuple(torch.tensor(b, dtype=torch.float32) for b in info["obs_bounds"])
         self.device = torch.device("cpu")
         self.worker_device = info["device"]
         self.instruction = info["instruction"]

@@ -48,6 +48,7 @@ def describe(env) -> dict[str, Any]:
             "action_dim": env.action_dim, "device": str(env.device),
             "instruction": env.instruction, "camera_names": list(env.camera_names),
             "decimation": env.decimation, "observation_layout": layout,
+            "obs_bounds": [b.tolist() for b in env.obs_bounds],
             "startup_s": env.physics.startup_s,
             "versions": _versions()}
 

@@ -72,3 +72,23 @@ def test_the_jump_threshold_is_the_configured_one(jump, threshold, diverged, mon
         assert int(info["diverged"].sum()) == int(diverged)
     finally:
         env.close()
+
+
+def test_nan_written_into_the_state_before_a_step_is_divergence():
+    """MuJoCo resets a simulation whose qpos holds a NaN while stepping, so the state after
+    the step looks healthy; the env still reports that env diverged (and only it)."""
+    env = _env()
+    try:
+        _advance(env)
+        for field in ("qpos", "qvel"):
+            before = env.diverged_total
+            getattr(env.state, field)[JUMPING, 0] = float("nan")
+            obs, reward, terminated, truncated, info = env.step(
+                torch.zeros(NUM_ENVS, env.action_dim))
+            expected = [i == JUMPING for i in range(NUM_ENVS)]
+            assert info["diverged"].tolist() == expected, field
+            assert truncated.tolist() == expected and not terminated.any()
+            assert reward[JUMPING] == 0.0 and env.diverged_total == before + 1
+            assert torch.isfinite(obs).all() and torch.isfinite(env.state.qpos).all()
+    finally:
+        env.close()

@@ -65,7 +65,15 @@ import sim.tasks.go2_walk.terms as terms
 from robots import RobotSpec
 from robots.go2.observation import advance_phase, base_lin_vel_b
 from sim.math import projected_gravity, yaw_quat
-from sim.task import RewardTerm, Task, TermFunctions, add_floor_and_light, as_index, rows
+from sim.task import (
+    RewardTerm,
+    Task,
+    TermBounds,
+    TermFunctions,
+    add_floor_and_light,
+    as_index,
+    rows,
+)
 from sim.tasks.go2_walk.config import Go2WalkConfig
 from sim.tasks.go2_walk.terms import CONTACT_FORCE, desired_contact, tilt_angle
 from sim.terms import action_rate, last_action
@@ -183,6 +191,13 @@ class Go2Walk(Task):
                                            [0.0, 0.0, -0.11]))
                 thighs.append(body.name)
         self.thigh_bodies = tuple(thighs)
+
+    def observation_bounds(self) -> TermBounds:
+        """Unit vectors and the clock ([-1, 1]), joint positions (soft limits), the last
+        action ([-1, 1]). Velocities are unbounded, and so is the command (``set_command``
+        takes any value)."""
+        return {"projected_gravity": (-1.0, 1.0), "gait_phase": (-1.0, 1.0),
+                "joint_pos": self.relative_joint_bounds(), "last_action": (-1.0, 1.0)}
 
     def setup(self, sim) -> None:
         """Indices of the base and sensors; per-env command, timer and contact buffers."""

@@ -20,7 +20,15 @@ from robots.panda.observation import (
     gripper_opening,
 )
 from sim.math import quat_rotate
-from sim.task import ObsTermCfg, Task, add_floor_and_light, per_step, rows
+from sim.task import (
+    ObsTermCfg,
+    Task,
+    TermBounds,
+    add_floor_and_light,
+    per_step,
+    rows,
+    soft_limit_bounds,
+)
 from sim.terms import last_action
 
 TABLE_TOP = 0.0  # the arm's base stands on the table top; objects rest at z = TABLE_TOP
@@ -86,6 +94,16 @@ class PandaTask(Task):
         self.joint_bodies = torch.tensor(
             [sim.body_id(f"link{i + 1}") for i in range(len(self.robot.joints))])
         self.episode_count = torch.zeros(sim.num_envs, dtype=torch.long, device=sim.device)
+
+    def observation_bounds(self) -> TermBounds:
+        """The arm terms that are bounded: joint positions (soft limits), gripper opening
+        (the fingers' soft limits, normalised) and the last action ([-1, 1])."""
+        g = self.robot.gripper
+        low, high = soft_limit_bounds(g.lower, g.upper)
+        opening = (float(low - g.lower) / (g.upper - g.lower),
+                   float(high - g.lower) / (g.upper - g.lower))
+        return {"joint_pos": self.relative_joint_bounds(), "gripper": opening,
+                "last_action": (-1.0, 1.0)}
 
     @property
     def ee_pos(self) -> torch.Tensor:

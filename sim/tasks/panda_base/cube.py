@@ -9,7 +9,7 @@ import mujoco
 import torch
 
 from sim.math import quat_rotate_inverse, quat_to_matrix, yaw_quat
-from sim.task import ObsTermCfg, per_step
+from sim.task import ObsTermCfg, TermBounds, per_step
 from sim.tasks.panda_base import TABLE_TOP, PandaTask
 
 
@@ -147,6 +147,10 @@ class CubeTask(PandaTask):
         self.start_ee_cube = torch.ones(n, **f64)
 
     # ------------------------------------------------------------ state
+    def observation_bounds(self) -> TermBounds:
+        """The arm's bounds and the cube's 6D orientation (rotation matrix entries)."""
+        return {**super().observation_bounds(), "cube_rot6d": (-1.0, 1.0)}
+
     @property
     def cube_pos(self) -> torch.Tensor:
         """[B, 3] cube centre."""
