@@ -57,15 +57,16 @@ def free_port() -> int:
 class ServedModel:
     """``transformers serve`` of one model in a child process on 127.0.0.1 (a context manager).
 
-    ``url`` is the OpenAI-compatible base URL (``http://127.0.0.1:<port>/v1``); ``model``
-    the name requests must carry (the path it was started with). ``start`` waits until
+    ``url`` is the OpenAI-compatible base URL (``http://127.0.0.1:<port>/v1``). ``model``:
+    the model loaded at start and used for every request; None: each request names its
+    model (a local folder or hub id), loaded on first use. ``start`` waits until
     ``/health`` answers (at most ``timeout`` seconds, else raises with the server's
     log); ``stop`` terminates the process and waits for it.
     """
 
-    def __init__(self, model: str | Path, *, port: int | None = None, device: str = "cpu",
+    def __init__(self, model: str | Path | None, *, port: int | None = None, device: str = "cpu",
                  timeout: float = 120.0, log_path: str | Path | None = None) -> None:
-        self.model = str(model)
+        self.model = None if model is None else str(model)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.device = device
@@ -75,9 +76,9 @@ class ServedModel:
         self._log: Any = None
 
     def start(self) -> ServedModel:
-        cmd = [sys.executable, "-m", "embodied.reward.vlm.serve", self.model,
-               "--host", "127.0.0.1", "--port", str(self.port), "--device", self.device,
-               "--dtype", "float32"]
+        cmd = [sys.executable, "-m", "embodied.reward.vlm.serve",
+               *([self.model] if self.model else []), "--host", "127.0.0.1",
+               "--port", str(self.port), "--device", self.device, "--dtype", "float32"]
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
         self._log = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)

@@ -23,7 +23,6 @@ from embodied.reward.vlm.grm import chain, chain_hops, fuse
 from embodied.reward.vlm.parsing import parse_hop, parse_score, parse_stage_progress
 from embodied.reward.vlm.roboreward import score_to_progress
 from embodied.reward.vlm.sarm import stage_progress
-from embodied.reward.vlm.tiny import build_tiny_vlm
 
 
 # ------------------------------------------------------------------ answers and maths
@@ -115,19 +114,6 @@ def text(row):
     return "".join(p["text"] for p in row if isinstance(p, dict))
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny_protocols")
-    return {f: str(build_tiny_vlm(root / f, f)) for f in ("qwen3_vl", "qwen2_5_vl", "smolvlm")}
-
-
-@pytest.fixture(scope="module")
-def goal(tmp_path_factory):
-    path = tmp_path_factory.mktemp("goal") / "goal.npy"
-    np.save(path, np.full((32, 32, 3), 255, np.uint8))
-    return str(path)
-
-
 def episode(length=9, views=3, size=32):
     """Frames whose pixel value is the time step: uint8 [T, V, size, size, 3]."""
     t = torch.arange(length, dtype=torch.uint8).view(length, 1, 1, 1, 1)
@@ -142,8 +128,8 @@ def make(name, path, **kw):
     return make_reward_model({"name": name, "model": path, "local_files_only": True, **kw})
 
 
-def test_roboreward_clips_scores_and_success(tiny):
-    model = make("roboreward", tiny["qwen3_vl"], clip_frames=3, stride=4)
+def test_roboreward_clips_scores_and_success(tiny_models):
+    model = make("roboreward", tiny_models["qwen3_vl"], clip_frames=3, stride=4)
     model.chat = Scripted(lambda row: f"ANSWER: {1 + min(4, stamp(images(row)[-1]) // 2)}")
     out = model.score_episode(episode(9), "push the cube.")
     (rows,) = model.chat.calls
@@ -166,8 +152,8 @@ def test_roboreward_clips_scores_and_success(tiny):
     assert [[stamp(i) for i in images(r)] for r in model.chat.calls[-1]] == [[0, 1, 2], [3]]
 
 
-def test_grm_prompts_hops_and_fusion(tiny, goal):
-    model = make("grm", tiny["qwen2_5_vl"], goal=goal, stride=4)
+def test_grm_prompts_hops_and_fusion(tiny_models, goal_image):
+    model = make("grm", tiny_models["qwen2_5_vl"], goal=goal_image, stride=4)
     hops = {"incremental": "<score>+50%</score>", "forward": "<score>+60%</score>",
             "backward": "<score>-40%</score>"}
 
@@ -206,8 +192,8 @@ def test_grm_prompts_hops_and_fusion(tiny, goal):
     np.testing.assert_allclose(third.progress, [(0.75 + 0.5 + 0.5) / 3], rtol=1e-6)
 
 
-def test_sarm_windows_and_stages(tiny):
-    model = make("sarm", tiny["smolvlm"], stages=["reach", "grasp", "lift"],
+def test_sarm_windows_and_stages(tiny_models):
+    model = make("sarm", tiny_models["smolvlm"], stages=["reach", "grasp", "lift"],
                  stage_weights=[1, 2, 1], window=3, window_stride=2, stride=3)
     model.chat = Scripted(lambda row: f"STAGE: {1 + stamp(images(row)[-1]) // 3} PROGRESS: 50%"
                           if stamp(images(row)[-1]) < 9 else "??")
@@ -223,32 +209,33 @@ def test_sarm_windows_and_stages(tiny):
     np.testing.assert_allclose(out.progress, [0.875])  # "??": the previous progress is kept
 
 
-def test_protocol_configs_build_and_check_their_arguments(tiny, goal):
+def test_protocol_configs_build_and_check_their_arguments(tiny_models, goal_image):
     from embodied.config import load_config
 
     for name in ("roboreward", "grm", "sarm"):
-        goal_arg = [f"reward.goal={goal}"] if name == "grm" else []
-        cfg = load_config("train", [f"reward={name}", f"reward.model.model={tiny['qwen3_vl']}",
+        goal_arg = [f"reward.goal={goal_image}"] if name == "grm" else []
+        cfg = load_config("train", [f"reward={name}",
+                                    f"reward.model.model={tiny_models['qwen3_vl']}",
                                     "reward.model.local_files_only=true", *goal_arg])
         model = make_reward_model(cfg.reward)
         assert model.registry_name == name and cfg.reward.loop.scoring == "direct"
     with pytest.raises(ValueError, match="estimates"):
-        make("grm", tiny["qwen2_5_vl"], goal=goal, estimates=["sideways"])
+        make("grm", tiny_models["qwen2_5_vl"], goal=goal_image, estimates=["sideways"])
     with pytest.raises(FileNotFoundError, match=r"reward\.model\.goal"):
-        make("grm", tiny["qwen2_5_vl"], goal="/nonexistent/goal.png")
+        make("grm", tiny_models["qwen2_5_vl"], goal="/nonexistent/goal.png")
     with pytest.raises(ValueError, match="stage_weights"):
-        make("sarm", tiny["smolvlm"], stages=["a", "b"], stage_weights=[1])
+        make("sarm", tiny_models["smolvlm"], stages=["a", "b"], stage_weights=[1])
     with pytest.raises(ValueError, match="score 1-5"):
-        make("roboreward", tiny["qwen3_vl"], success_score=6)
+        make("roboreward", tiny_models["qwen3_vl"], success_score=6)
 
 
 # ------------------------------------------------------------------ tiny models, locally
 @pytest.mark.parametrize(("name", "family"), [("roboreward", "qwen3_vl"),
                                               ("grm", "qwen2_5_vl"), ("sarm", "smolvlm")])
-def test_protocols_run_on_tiny_models(tiny, goal, render_frames, name, family):
+def test_protocols_run_on_tiny_models(tiny_models, goal_image, render_frames, name, family):
     frames, cameras, instruction = render_frames("panda_push", num_envs=2, steps=3, size=32)
-    extra = {"goal": goal} if name == "grm" else {}
-    model = make(name, tiny[family], stride=2, batch_size=4, max_new_tokens=6, **extra)
+    extra = {"goal": goal_image} if name == "grm" else {}
+    model = make(name, tiny_models[family], stride=2, batch_size=4, max_new_tokens=6, **extra)
     views = frames[0].unsqueeze(0).expand(5, -1, -1, -1, -1).contiguous()
     out = model.score_episode(views, instruction, cameras=cameras)
     assert out.progress.shape == (5,) and out.progress.dtype == torch.float32
