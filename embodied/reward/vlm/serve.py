@@ -61,17 +61,20 @@ class ServedModel:
     the model loaded at start and used for every request; None: each request names its
     model (a local folder or hub id), loaded on first use. ``start`` waits until
     ``/health`` answers (at most ``timeout`` seconds, else raises with the server's
-    log); ``stop`` terminates the process and waits for it.
+    log); ``stop`` terminates the process and waits for it. ``env``: extra environment
+    variables of the server process (e.g. ``OMP_NUM_THREADS``).
     """
 
     def __init__(self, model: str | Path | None, *, port: int | None = None, device: str = "cpu",
-                 timeout: float = 120.0, log_path: str | Path | None = None) -> None:
+                 timeout: float = 120.0, log_path: str | Path | None = None,
+                 env: dict[str, str] | None = None) -> None:
         self.model = None if model is None else str(model)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.device = device
         self.timeout = timeout
         self.log_path = Path(log_path) if log_path else None
+        self.env = dict(env or {})
         self.process: subprocess.Popen | None = None
         self._log: Any = None
 
@@ -79,7 +82,7 @@ class ServedModel:
         cmd = [sys.executable, "-m", "embodied.reward.vlm.serve",
                *([self.model] if self.model else []), "--host", "127.0.0.1",
                "--port", str(self.port), "--device", self.device, "--dtype", "float32"]
-        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", **self.env}
         self._log = open(self.log_path, "wb") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.process = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + self.timeout
