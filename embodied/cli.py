@@ -46,12 +46,13 @@ CHECKPOINT_ERROR = "embodied.rl:CheckpointError"
 EXPORT_ERROR = "embodied.export:ExportError"
 DATASET_ERROR = "embodied.datasets:DatasetError"
 BACKEND_ERROR = "sim:BackendError"  # engine not installed, or task not mapped to it
+SERVER_ERROR = "embodied.reward.vlm.remote:ServerError"  # reward model server unreachable
 
 COMMANDS: dict[str, tuple[Callable, str]] = {
     "demo": (_command("embodied.demo:run_demo", BACKEND_ERROR),
              "record scripted-expert rollouts of a task to an MP4 (all camera views)"),
     "train": (_command("embodied.train:run_train", CHECKPOINT_ERROR, FileNotFoundError,
-                       BACKEND_ERROR),
+                       BACKEND_ERROR, SERVER_ERROR),
               "train a policy with PPO (resumable run folder: metrics, checkpoints, eval video)"),
     "export": (_command("embodied.export:run_export", CHECKPOINT_ERROR, EXPORT_ERROR),
                "export a run's policy to TorchScript/ONNX with its robot metadata"),
@@ -70,7 +71,7 @@ COMMANDS: dict[str, tuple[Callable, str]] = {
     "collect": (_command("embodied.datasets.collect:collect", DATASET_ERROR),
                 "record rollouts (expert, random or a trained policy) as a LeRobot dataset "
                 "with every camera view"),
-    "label": (_command("embodied.datasets.label:run_label", DATASET_ERROR),
+    "label": (_command("embodied.datasets.label:run_label", DATASET_ERROR, SERVER_ERROR),
               "score a dataset's frames with a reward model into a new dataset (resumable)"),
     "offline": (_command("embodied.offline.train:run_offline", DATASET_ERROR, CHECKPOINT_ERROR),
                 "train IQL or BC on a dataset, evaluated in simulation (run folder as for "

@@ -80,6 +80,17 @@ def test_unreachable_server_fails_with_one_line_naming_it():
     assert "Connection" in message
 
 
+def test_label_with_an_unreachable_server_exits_with_one_line(tiny_models, dataset, tmp_path,
+                                                              capsys):
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    code = main(["label", f"dataset={dataset}", f"out={tmp_path / 'out'}", "progress=false",
+                 "reward=roboreward", f"reward.model.model={tiny_models['qwen3_vl']}",
+                 "reward.model.local_files_only=true", f"reward.server.url={url}",
+                 "reward.server.retries=0", "reward.server.timeout=2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith(f"error: reward model server {url} (model ")
+
+
 def test_label_roboreward_through_the_server_equals_local_and_is_cached(
         server, tiny_models, dataset, tmp_path):
     common = [f"dataset={dataset}", "progress=false", "reward=roboreward",
