@@ -120,11 +120,15 @@ def test_label_roboreward_through_the_server_equals_local_and_is_cached(
                                       served_ds.episode_data(i)["progress"])
 
 
-@pytest.mark.parametrize("where", ["local", "server"])
-def test_train_with_the_grm(server, tiny_models, goal_image, tmp_path, where):
-    args = ["train", "task=panda_reach", "reward=grm",
-            f"reward.model.model={tiny_models['qwen2_5_vl']}",
-            "reward.model.local_files_only=true", f"reward.goal={goal_image}",
+@pytest.mark.parametrize(("reward", "family", "where"), [
+    ("grm", "qwen2_5_vl", "local"), ("grm", "qwen2_5_vl", "server"),
+    ("sarm", "smolvlm", "server")])
+def test_train_with_episode_models(server, tiny_models, goal_image, tmp_path, reward, family,
+                                   where):
+    goal = [f"reward.goal={goal_image}"] if reward == "grm" else []
+    args = ["train", "task=panda_reach", f"reward={reward}",
+            f"reward.model.model={tiny_models[family]}",
+            "reward.model.local_files_only=true", *goal,
             "reward.model.max_new_tokens=4", "reward.loop.width=32", "reward.loop.height=32",
             "num_envs=2", "algo.num_steps=4", "max_iterations=1", "eval.num_envs=0",
             "progress=false", f"run_dir={tmp_path / 'run'}"]
@@ -149,3 +153,18 @@ def test_sarm_through_the_server(server, tiny_models, render_frames):
     out = model.score_episode(views, instruction, cameras=cameras)
     assert out.progress.shape == (4,) and ((out.progress >= 0) & (out.progress <= 1)).all()
     assert model.num_answers == 4 and model.chat.in_flight.requests == 4
+
+
+def test_generic_vlm_reward_through_the_server(server, tiny_models, render_frames):
+    frames, cameras, instruction = render_frames("panda_push", num_envs=3, steps=2, size=32)
+    kw = {"name": "vlm", "model": tiny_models["smolvlm"], "local_files_only": True,
+          "success_prompt": "Is the task done: {instruction}? Yes or no."}
+    served = make_reward_model({**kw, "server": {"url": server.url}})
+    out = served.score(frames, instruction, cameras=cameras)
+    local = make_reward_model({**kw, "batch_size": 1})
+    torch.testing.assert_close(out.progress,
+                               local.score(frames, instruction, cameras=cameras).progress)
+    assert served.last_answers == local.last_answers
+    # no logits from a server: the success question is answered in text and parsed
+    assert out.success_prob is not None and out.success_prob.shape == (3,)
+    assert served.chat.in_flight.requests == 2 * 3
