@@ -83,12 +83,17 @@ def fuse(estimates: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.mean(np.stack([np.asarray(v, np.float32) for v in estimates.values()]), 0)
 
 
-def load_goal(path: str | Path) -> np.ndarray:
+GOAL_HINT = ("pass reward.goal=<a completed-task frame: .png or .npy>; `python -m "
+             "embodied.reward.vlm.goal TASK OUT.npy` renders the task expert's at success")
+
+
+def load_goal(path: str | Path | None) -> np.ndarray:
     """A goal image as uint8 [V, H, W, 3] (V = 1 for a single image)."""
+    if path is None:
+        raise ValueError(f"the GRM needs a goal image: {GOAL_HINT}")
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"GRM goal image {path} does not exist; pass "
-                                "reward.model.goal=<a completed-task frame: .png or .npy>")
+        raise FileNotFoundError(f"GRM goal image {path} does not exist; {GOAL_HINT}")
     if path.suffix == ".npy":
         goal = np.load(path)
     else:
@@ -113,7 +118,7 @@ class DopamineGRM(ProtocolVlmReward):
     the START image (with ``{instruction}`` and ``{front}``) and after the AFTER images.
     """
 
-    def __init__(self, model: str, *, goal: str | Path,
+    def __init__(self, model: str, *, goal: str | Path | None,
                  estimates: Sequence[str] = ESTIMATES, view_names: Sequence[str] | None = None,
                  stride: int = 1, fallback_hop: float = 0.0, intro: str | None = None,
                  outro: str | None = None, server: Mapping[str, Any] | None = None,

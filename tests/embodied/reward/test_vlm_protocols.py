@@ -221,8 +221,10 @@ def test_protocol_configs_build_and_check_their_arguments(tiny_models, goal_imag
         assert model.registry_name == name and cfg.reward.loop.scoring == "direct"
     with pytest.raises(ValueError, match="estimates"):
         make("grm", tiny_models["qwen2_5_vl"], goal=goal_image, estimates=["sideways"])
-    with pytest.raises(FileNotFoundError, match=r"reward\.model\.goal"):
+    with pytest.raises(FileNotFoundError, match=r"reward\.goal=.*embodied\.reward\.vlm\.goal"):
         make("grm", tiny_models["qwen2_5_vl"], goal="/nonexistent/goal.png")
+    with pytest.raises(ValueError, match=r"needs a goal image"):
+        make("grm", tiny_models["qwen2_5_vl"], goal=None)
     with pytest.raises(ValueError, match="stage_weights"):
         make("sarm", tiny_models["smolvlm"], stages=["a", "b"], stage_weights=[1])
     with pytest.raises(ValueError, match="score 1-5"):
@@ -245,3 +247,17 @@ def test_protocols_run_on_tiny_models(tiny_models, goal_image, render_frames, na
         out = model.score(frames, instruction, cameras=cameras, env_ids=[4, 9])
         assert out.progress.shape == (2,) and ((out.progress >= 0) & (out.progress <= 1)).all()
     assert set(model.histories) == {4, 9} and model.histories[4].steps == 2
+
+
+def test_goal_image_from_the_task_expert(tmp_path):
+    from embodied.reward.vlm.goal import render_goal
+    from embodied.reward.vlm.grm import load_goal
+
+    try:
+        path = render_goal("panda_reach", tmp_path / "goal.npy", size=32, num_envs=4)
+    except RuntimeError as err:
+        if "expert" in str(err):
+            raise
+        pytest.skip(f"cannot render: {err}")
+    goal = load_goal(path)
+    assert goal.shape == (3, 32, 32, 3) and goal.dtype == np.uint8 and goal.std() > 0
