@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import time
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers/huggingface_hub are imported
 
@@ -78,6 +80,20 @@ def test_unreachable_server_fails_with_one_line_naming_it():
     message = str(err.value)
     assert "\n" not in message and url in message and "'some/model'" in message
     assert "Connection" in message
+
+
+def test_a_silent_server_times_out_after_the_retries():
+    with socket.socket() as listener:  # accepts connections, never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        chat = ServerChat(url, "m", retries=1, timeout=0.5)
+        start = time.perf_counter()
+        with pytest.raises(ServerError, match=r"APITimeoutError") as err:
+            chat.generate(rows(1))
+        elapsed = time.perf_counter() - start
+    assert "\n" not in str(err.value) and url in str(err.value)
+    assert 1.0 <= elapsed < 10.0  # two attempts of 0.5 s each, with a backoff between
 
 
 def test_label_with_an_unreachable_server_exits_with_one_line(tiny_models, dataset, tmp_path,
