@@ -18,7 +18,8 @@ pytest.importorskip("transformers")
 pytest.importorskip("num2words")  # the SmolVLM processor imports it
 
 from embodied.reward import make_reward_model
-from embodied.reward.episodic import EpisodeHistory, fill, keyframes, spread
+from embodied.reward.base import RewardOutput
+from embodied.reward.episodic import EpisodeHistory, EpisodeRewardModel, fill, keyframes, spread
 from embodied.reward.vlm.grm import chain, chain_hops, fuse
 from embodied.reward.vlm.parsing import parse_hop, parse_score, parse_stage_progress
 from embodied.reward.vlm.roboreward import score_to_progress
@@ -261,3 +262,43 @@ def test_goal_image_from_the_task_expert(tmp_path):
         pytest.skip(f"cannot render: {err}")
     goal = load_goal(path)
     assert goal.shape == (3, 32, 32, 3) and goal.dtype == np.uint8 and goal.std() > 0
+
+
+# ------------------------------------------------------------------ in the RL loop
+class StepCounter(EpisodeRewardModel):
+    """Progress = the number of frames of the env's episode seen so far, / 10."""
+
+    def _score_episode(self, frames, instruction):
+        return RewardOutput(progress=torch.arange(1, len(frames) + 1).float() / 10)
+
+    def _score_latest(self, histories, instructions):
+        return RewardOutput(progress=torch.tensor([h.steps / 10 for h in histories]))
+
+
+def test_reward_env_continues_and_restarts_each_envs_episode():
+    from embodied.reward import RewardMixer
+    from embodied.reward.rl_wrapper import RewardEnv
+    from sim import make_env
+
+    env = make_env("panda_reach", num_envs=2, seed=0, episode_length_s=0.1)  # 5 steps
+    model = StepCounter()
+    wrapped = RewardEnv(env, RewardMixer("prm", gamma=1.0), model, width=16, height=16)
+    try:
+        wrapped.reset(seed=0)
+        finals = []
+        for step in range(1, 8):
+            _, reward, _, _, info = wrapped.step(torch.zeros(2, env.action_dim))
+            if "done_ids" in info:  # the terminal frame continues the episode (6th frame),
+                finals.append(step)  # the first frame after the reset starts a new one
+                torch.testing.assert_close(reward, torch.full((2,), 0.6 - 0.5))
+                torch.testing.assert_close(info["progress_model"], torch.full((2,), 0.1))
+            else:
+                torch.testing.assert_close(info["progress_model"],
+                                           torch.full((2,), (step % 5 + 1) / 10))
+        assert finals == [5] and {h.steps for h in model.histories.values()} == {3}
+    except RuntimeError as err:
+        pytest.skip(f"cannot render: {err}")
+    finally:
+        wrapped.close()
+    with pytest.raises(ValueError, match="scoring=direct"):
+        RewardEnv(env, RewardMixer("prm", gamma=1.0), StepCounter(), scoring="distilled")
