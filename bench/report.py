@@ -232,9 +232,32 @@ def vlm_reward(r: dict) -> str:
               f"rendering rate of the same observations ({s['render_obs_per_s']:,.0f}/s). A tiny "
               f"random SmolVLM as preference judge (both orders): {j['pairs_per_s']:.1f} pairs/s, "
               f"{j['unreadable_share']:.0%} of its answers unreadable (random weights). "
-              f"({r['machine']['cores']} cores, {r['machine']['cpu']}, {r['date'][:10]}; "
-              f"`{r['command']}`)"]
+              f"({r['machine']['cores']} cores, {r['machine']['cpu']}, "
+              f"{bt.get('date', r['date'])[:10]}; `{bt.get('command', r['command'])}`)"]
+    if "server" in r:
+        lines += ["", *vlm_server(r["server"])]
     return "\n".join(lines)
+
+
+def vlm_server(v: dict) -> list[str]:
+    """Labelling through ``transformers serve`` against the same tiny model loaded locally."""
+    bounds = list(next(iter(v["protocols"].values()))["server"])
+    lines = [f"Labelling {v['episodes']} panda_reach episodes ({v['frames']} frames x "
+             f"{v['views']} views at {v['size']}x{v['size']}) as `embodied label` does, "
+             f"tiny random models, {v['torch_threads']} torch thread locally and in the server "
+             f"({v['date'][:10]}, `{v['command']}`): dataset frames/s, and requests in flight "
+             "(mean, peak) through `transformers serve` at each bound on requests in flight.",
+             "",
+             "| protocol (tiny model) | local frames/s | "
+             + " | ".join(f"server, {b} in flight: frames/s (x local), in flight" for b in bounds)
+             + " |", "| --- | ---: |" + " ---: |" * len(bounds)]
+    for name, m in v["protocols"].items():
+        cells = [f"{s['frames_per_s']:.1f} (x{s['server_over_local']:.2f}), "
+                 f"{s['mean_in_flight']:.1f} / {s['peak_in_flight']}"
+                 for s in m["server"].values()]
+        lines.append(f"| {name} ({m['family']}) | {m['local_frames_per_s']:.1f} | "
+                     + " | ".join(cells) + " |")
+    return lines
 
 
 def gpu_backends(r: dict) -> str:
@@ -376,7 +399,11 @@ INTROS = {
         "No pretrained VLM weights were available, so the VLM rows are tiny random models: "
         "the overhead of the plumbing, not a real VLM's speed, and nothing about judgement "
         "quality. The run was on a heavily shared machine (load average about 9 on 2 "
-        "cores), which is why rendering measured so slowly in it."),
+        "cores), which is why rendering measured so slowly in it. The server rows run "
+        "`transformers serve` on the same CPU: a tiny model's compute is small next to the "
+        "HTTP, PNG and per-request processing, so they show that the client keeps the "
+        "server busy and what a round trip costs, not what a GPU server gives a real "
+        "model."),
     "gpu_backends": (
         "MuJoCo Warp and Isaac Lab on Warp's CPU device (there is no GPU here: GPU speed "
         "is not measured), against the bare engine and against C MuJoCo on the same task "

@@ -14,7 +14,19 @@
    (VOC, ...); its scoring speed on 256 three-view observations against rendering; and
    the preference-labelling speed of a tiny SmolVLM judge (both orders) on those frames.
 
-Run: ``python bench/vlm_reward.py`` (full, about 15 minutes on 2 cores) or ``--quick``.
+3. Labelling through an inference server (``server``): the episodes of a small rendered
+   panda_reach dataset scored with RoboReward's clip protocol and the GRM's hop
+   protocol on tiny random models (Qwen3-VL and Qwen2.5-VL), the way ``embodied label``
+   scores them (one backend call per episode), by the model loaded in this process and
+   through ``transformers serve`` (a child process on 127.0.0.1, same model, same torch
+   threads) at several bounds on requests in flight, in the same run: dataset frames
+   labelled per second, requests per second, and the requests actually in flight
+   (time-weighted mean while any were, and peak). On a CPU the server answers one
+   request at a time per core, so this measures that the client keeps it busy and what
+   the HTTP + PNG round trip costs, not a GPU server's throughput.
+
+Run: ``python bench/vlm_reward.py`` (full, about 15 minutes on 2 cores) or ``--quick``;
+``--only server`` reruns one section and merges it into the result file.
 """
 
 from __future__ import annotations
@@ -32,10 +44,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import parse_args, rate, write_result
+from bench.common import merge_sections, parse_args, rate, write_result
 from embodied.config import load_config
 
 BT_TASKS = ("panda_reach", "panda_push")
+SECTIONS = ["vlm", "bradley_terry", "server"]
 EVAL_KEYS = ("voc", "voc_reversed", "progress_pearson", "progress_spearman",
              "pairwise_accuracy")
 
@@ -154,15 +167,88 @@ def bt_runs(quick: bool, root: Path) -> dict:
     return out
 
 
-def main() -> None:
-    args = parse_args(__doc__.splitlines()[0])
+def label_episodes(model, ds) -> tuple[float, int]:
+    """Seconds to score every episode of ``ds`` as ``embodied label`` does, and frames."""
+    from embodied.reward.episodic import score_whole_episode
+
     start = time.perf_counter()
+    for i in range(ds.num_episodes):
+        score_whole_episode(model, ds.episode_views(i), ds.task_of(i), ds.cameras)
+    return time.perf_counter() - start, sum(e.length for e in ds.episodes)
+
+
+def server_labelling(quick: bool, root: Path) -> dict:
+    """Labelling through ``transformers serve`` against the same model loaded locally."""
+    from embodied.cli import main as cli
+    from embodied.datasets import LeRobotDataset
+    from embodied.reward import make_reward_model
+    from embodied.reward.vlm.serve import ServedModel
+    from embodied.reward.vlm.tiny import build_tiny_vlm
+
+    data = root / "label_source"
+    episodes, seconds = (2, 0.2) if quick else (4, 0.4)
+    assert cli(["collect", "task=panda_reach", f"task.episode_length_s={seconds}",
+                f"episodes={episodes}", "num_envs=2", "width=64", "height=64",
+                "progress=false", f"out={data}"]) == 0
+    ds = LeRobotDataset(data)
+    torch.set_num_threads(1)
+    protocols = {"roboreward": ("qwen3_vl", {"clip_frames": 4, "stride": 2}),
+                 "grm": ("qwen2_5_vl", {"stride": 4})}
+    goal = root / "goal.npy"
+    np.save(goal, ds.episode_views(0)[-1, 0])
+    bounds = (1, 4) if quick else (1, 2, 4, 8)
+    out: dict = {"episodes": ds.num_episodes, "frames": sum(e.length for e in ds.episodes),
+                 "views": len(ds.cameras), "size": 64, "torch_threads": 1, "protocols": {}}
+    log = root / "serve.log"
+    with ServedModel(None, log_path=log, env={"OMP_NUM_THREADS": "1"}) as server:
+        for name, (family, kw) in protocols.items():
+            path = str(build_tiny_vlm(root / family, family))
+            kw = {"name": name, "model": path, "local_files_only": True, "max_new_tokens": 8,
+                  **kw, **({"goal": str(goal)} if name == "grm" else {})}
+            local = make_reward_model(kw)
+            label_episodes(local, ds)  # warm-up
+            t, frames = label_episodes(local, ds)
+            row = {"family": family, "requests": local.num_answers // 2,
+                   "local_frames_per_s": round(frames / t, 2),
+                   "local_requests_per_s": round(local.num_answers / 2 / t, 2), "server": {}}
+            for bound in bounds:
+                model = make_reward_model({**kw, "server": {"url": server.url,
+                                                            "max_in_flight": bound}})
+                label_episodes(model, ds)  # warm-up: the server loads the model
+                flight = model.chat.in_flight
+                before = flight.requests
+                t, frames = label_episodes(model, ds)
+                row["server"][str(bound)] = {
+                    "frames_per_s": round(frames / t, 2),
+                    "requests_per_s": round((flight.requests - before) / t, 2),
+                    "mean_in_flight": round(flight.mean, 2), "peak_in_flight": flight.peak,
+                    "server_over_local": round(frames / t / row["local_frames_per_s"], 3)}
+                model.chat.close()
+            out["protocols"][name] = row
+    return out
+
+
+def main() -> None:
+    args = parse_args(__doc__.splitlines()[0], SECTIONS)
+    only = set(args.only or SECTIONS)
+    start = time.perf_counter()
+    figures: dict = {}
     with tempfile.TemporaryDirectory(prefix="vlm_reward_") as tmp:
         root = Path(tmp)
-        figures = {"vlm": vlm_throughput(args.quick, root)}
-        figures["bradley_terry"] = bt_runs(args.quick, root)
+        if "vlm" in only:
+            figures["vlm"] = vlm_throughput(args.quick, root)
+        if "bradley_terry" in only:
+            figures["bradley_terry"] = bt_runs(args.quick, root)
+        if "server" in only:
+            figures["server"] = server_labelling(args.quick, root)
     figures["seconds"] = round(time.perf_counter() - start, 1)
+    for name in SECTIONS:  # each section says when and by what it was measured
+        if name in figures:
+            figures[name] |= {"date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                              "command": " ".join(["python", *sys.argv])}
     np.set_printoptions(precision=3)
+    if args.only:
+        figures = merge_sections("vlm_reward", args.quick, figures, args.only)
     write_result("vlm_reward", args.quick, figures)
 
 

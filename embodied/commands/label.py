@@ -14,10 +14,11 @@ from omegaconf import DictConfig
 from embodied.commands.registry import command
 from embodied.datasets import DatasetError
 from embodied.datasets.label import label_dataset
+from embodied.reward.vlm.remote import ServerError
 
 
 @command("label", "score a dataset's frames with a reward model into a new dataset "
-         "(resumable)", errors=(DatasetError,))
+         "(resumable)", errors=(DatasetError, ServerError))
 def run_label(cfg: DictConfig) -> dict[str, Any]:
     """Label ``cfg.dataset`` into ``cfg.out``; returns the summary."""
     torch.set_num_threads(int(cfg.get("torch_threads") or 1))

@@ -16,13 +16,14 @@ from embodied.envs import make_train_env
 from embodied.learners.base import train_in
 from embodied.learners.factory import learner_class
 from embodied.reward.rl_wrapper import RewardEnv, wrap_reward
+from embodied.reward.vlm.remote import ServerError
 from embodied.rl.checkpoint import CheckpointError
 from embodied.run_folder import RunFolder, print_summary, saved_config
 from sim import BackendError
 
 
 @command("train", "train a policy with PPO (resumable run folder: metrics, checkpoints, "
-         "eval video)", errors=(CheckpointError, FileNotFoundError, BackendError))
+         "eval video)", errors=(CheckpointError, FileNotFoundError, BackendError, ServerError))
 def run_train(cfg: DictConfig) -> dict[str, Any]:
     """Train (or resume), then plot, evaluate and print a summary; returns the summary."""
     saved = saved_config(cfg.resume) if cfg.resume is not None else None

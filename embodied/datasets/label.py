@@ -54,6 +54,7 @@ from embodied.datasets.meta import (
 from embodied.datasets.reader import LeRobotDataset
 from embodied.plots import plot_progress
 from embodied.reward import make_reward_model
+from embodied.reward.episodic import EpisodeRewardModel, score_whole_episode
 
 WORK_DIR = ".labelling"
 LABEL_FEATURES = {
@@ -76,6 +77,12 @@ def score_episode(model: Any, ds: LeRobotDataset, ep: int, instruction: str,
     data = ds.episode_data(ep)
     length = ds.episodes[ep].length
     views = ds.episode_views(ep, cameras) if model.requires_frames else None
+    if isinstance(model, EpisodeRewardModel):  # reads the whole episode: one call
+        try:
+            return score_whole_episode(model, views, instruction, cameras)
+        except ValueError as err:
+            raise DatasetError(f"{ds.episodes[ep].data_file}: the reward model cannot score "
+                               f"episode {ds.episodes[ep].index}: {err}") from err
     state = episode_state(data) if model.requires_state else None
     progress, success = [], []
     for start in range(0, length, batch_size):

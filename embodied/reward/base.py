@@ -228,6 +228,9 @@ register_reward_model("clip", "embodied.reward.clip_zero_shot:ClipZeroShotReward
 register_reward_model("prm", "embodied.reward.prm.model:LearnedPRM")
 register_reward_model("vlm", "embodied.reward.vlm.progress:VlmProgressReward")
 register_reward_model("bt", "embodied.reward.bradley_terry:BradleyTerryReward")
+register_reward_model("roboreward", "embodied.reward.vlm.roboreward:RoboReward")
+register_reward_model("grm", "embodied.reward.vlm.grm:DopamineGRM")
+register_reward_model("sarm", "embodied.reward.vlm.sarm:StageProgressReward")
 
 
 def make_reward_model(cfg: Mapping[str, Any] | Any) -> RewardModel | None:

@@ -17,6 +17,10 @@ from (``scoring``):
   and of terminal observations (``info["final_obs"]``), without rendering them (the
   way ONI distils LLM feedback into an intrinsic reward network). The potential then
   drifts while the MLP learns: shaping is exactly potential-based only for a fixed MLP.
+- episode models (``embodied.reward.episodic``: RoboReward, GRM, SARM-style) read each
+  env's episode so far: ``direct`` only; every scored row carries its env id, and a
+  finished env's terminal frames are scored before its episode is ended, so its new
+  first frame begins a new history.
 
 Time per part (``timing``): physics (the wrapped env's step), render, model, distill.
 """
@@ -32,6 +36,7 @@ import torch
 from torch import nn
 
 from embodied.reward.base import RewardModel
+from embodied.reward.episodic import EpisodeRewardModel
 from embodied.reward.shaping import RewardMixer
 from embodied.rl.normalizer import EmpiricalNormalization
 
@@ -118,6 +123,10 @@ class RewardEnv:
             raise ValueError(f"reward mode '{mixer.mode}' needs a reward model (reward.model)")
         if every < 1:
             raise ValueError(f"every must be >= 1, got {every}")
+        self.episodic = isinstance(model, EpisodeRewardModel)
+        if self.episodic and scoring != "direct":
+            raise ValueError(f"{type(model).__name__} reads each env's episode so far; it needs "
+                             f"reward.loop.scoring=direct, got '{scoring}'")
         self.env, self.mixer, self.model = env, mixer, model
         self.scoring, self.every = scoring, int(every)
         self.frames = bool(mixer.needs_progress and model is not None and model.requires_frames)
@@ -154,7 +163,11 @@ class RewardEnv:
                                      height=self.height)
             self.timing["render"] += time.perf_counter() - t
         t = time.perf_counter()
-        progress = self.model.score(frames, self.instruction, cameras=self.cameras).progress
+        kwargs = {}
+        if self.episodic:  # which env each row is: the model continues its episode
+            kwargs["env_ids"] = (torch.arange(frames.shape[0]) if env_ids is None else env_ids)
+        progress = self.model.score(frames, self.instruction, cameras=self.cameras,
+                                    **kwargs).progress
         self.timing["model"] += time.perf_counter() - t
         self.frames_scored += frames.shape[0] * frames.shape[1]
         return progress.float().cpu()
@@ -201,6 +214,8 @@ class RewardEnv:
     def reset(self, seed: int | None = None) -> torch.Tensor:
         obs = self.env.reset(seed=seed)
         self._t = 0
+        if self.episodic:
+            self.model.end_episodes()
         if self.mixer.needs_progress:
             self.phi = self._phi_reset(obs)
             self.mixer.reset(self.phi)
@@ -248,6 +263,11 @@ class RewardEnv:
                 final = phi.clone()
                 final[ids] = self._distilled(info["final_obs"][ids])
             return phi, final
+        final = None
+        if ids is not None and self.episodic:  # end those episodes before the new first frames
+            final = self.phi.clone()
+            final[ids] = self._score_frames(ids, frames=info["final_frames"])
+            self.model.end_episodes(ids)
         if self._t % self.every == 0:
             phi = self._score_frames()
             self._track("model", phi, None)
@@ -255,8 +275,7 @@ class RewardEnv:
             phi = self.phi.clone()
             if ids is not None:
                 phi[ids] = self._score_frames(ids)
-        final = None
-        if ids is not None:
+        if ids is not None and not self.episodic:
             final = phi.clone()
             final[ids] = self._score_frames(frames=info["final_frames"])
         return phi, final

@@ -1,4 +1,6 @@
-"""Parse a VLM's free-text answers: progress in [0, 1], yes/no, and pairwise preferences.
+"""Parse a VLM's free-text answers: progress in [0, 1], yes/no, pairwise preferences, and
+the answer formats of published reward models (RoboReward's 1-5 score, Robo-Dopamine's
+hop, a SARM-style stage and progress).
 
 Every parser returns None for an answer it cannot read; callers count those and use a
 documented fallback. Nothing here raises on any string.
@@ -137,4 +139,60 @@ def parse_preference(answer: str) -> float | None:
     return None
 
 
-__all__ = ["parse_preference", "parse_progress", "parse_yes_no"]
+_ANSWER_SCORE = re.compile(r"answer\W{0,3}\s*([1-5])\b")
+_LONE_SCORE = re.compile(r"(?<![\w.%+-])([1-5])(?!\.\d|\s*%|\w)")
+
+
+def parse_score(answer: str) -> int | None:
+    """RoboReward's discrete progress score 1-5: ``"ANSWER: 4"`` -> 4.
+
+    Without an ``ANSWER:`` field, the first lone digit 1-5 that is not part of a larger
+    number, a decimal or a percentage (``"score 3"`` -> 3; ``"30%"``, ``"2.5"`` -> None).
+    """
+    text = " ".join(str(answer).lower().split())
+    m = _ANSWER_SCORE.search(text) or _LONE_SCORE.search(text)
+    return int(m.group(1)) if m else None
+
+
+_SCORE_TAG = re.compile(r"<score>\s*([-+]?\d+(?:\.\d+)?)\s*%?\s*</score>")
+_SIGNED_PERCENT = re.compile(r"([-+]?\d+(?:\.\d+)?)\s*%")
+
+
+def parse_hop(answer: str) -> float | None:
+    """Robo-Dopamine's hop in [-1, 1]: ``"<score>+35%</score>"`` -> 0.35.
+
+    The last ``<score>...</score>`` wins (as in the GRM's own evaluation code); without
+    tags, the last signed percentage (``"-20%"`` -> -0.2). Values are clipped to
+    [-100%, 100%].
+    """
+    text = str(answer).lower()
+    found = _SCORE_TAG.findall(text) or _SIGNED_PERCENT.findall(text)
+    if not found:
+        return None
+    return min(1.0, max(-1.0, float(found[-1]) / 100.0))
+
+
+_STAGE = re.compile(r"stage\W{0,3}\s*(\d+)")
+_PROGRESS_FIELD = re.compile(r"progress\W{0,3}\s*(.*)$")
+
+
+def parse_stage_progress(answer: str, num_stages: int) -> tuple[int, float] | None:
+    """A SARM-style ``"STAGE: 2 PROGRESS: 40%"`` -> (stage index from 0, 0.4).
+
+    The stage is 1-based in the answer and must be in [1, num_stages]; the progress
+    within the stage is read by ``parse_progress`` from the text after "progress"
+    (missing: None for the whole answer).
+    """
+    text = " ".join(str(answer).lower().split())
+    stage = _STAGE.search(text)
+    if stage is None or not 1 <= int(stage.group(1)) <= num_stages:
+        return None
+    field = _PROGRESS_FIELD.search(text[stage.end():])
+    within = parse_progress(field.group(1)) if field else None
+    if within is None:
+        return None
+    return int(stage.group(1)) - 1, within
+
+
+__all__ = ["parse_hop", "parse_preference", "parse_progress", "parse_score",
+           "parse_stage_progress", "parse_yes_no"]

@@ -27,7 +27,8 @@ from typing import Any
 import torch
 
 from embodied.reward.base import RewardModel, RewardOutput
-from embodied.reward.vlm.chat import UnparsedCounter, VlmChat, view_content
+from embodied.reward.vlm.backend import make_chat
+from embodied.reward.vlm.chat import UnparsedCounter, view_content
 from embodied.reward.vlm.parsing import parse_progress, parse_yes_no
 
 DEFAULT_PROMPT = (
@@ -49,6 +50,8 @@ class VlmProgressReward(RewardModel):
     put "<camera>:" (or "view i:") before each image.
     ``max_new_tokens``: answer length. ``batch_size``: envs per ``generate`` call.
     ``fallback``: progress of an unreadable answer. ``dtype``: the weights' dtype.
+    ``server``: ``backend.make_chat``'s mapping (with a ``url``: ask that server; the
+    success question is then generated and parsed, as servers return no logits here).
     """
 
     def __init__(self, model: str, prompt: str | None = None,
@@ -56,7 +59,8 @@ class VlmProgressReward(RewardModel):
                  camera_names: Sequence[str] | None = None, label_views: bool = True,
                  max_new_tokens: int = 8, batch_size: int = 8, fallback: float = 0.0,
                  system_prompt: str | None = None, device: str = "cpu",
-                 dtype: str = "float32", local_files_only: bool = False) -> None:
+                 dtype: str = "float32", local_files_only: bool = False,
+                 server: Mapping[str, Any] | None = None) -> None:
         prompt = DEFAULT_PROMPT if prompt is None else prompt
         for name, text in (("prompt", prompt), ("success_prompt", success_prompt)):
             if text is not None and "{instruction}" not in text:
@@ -66,8 +70,8 @@ class VlmProgressReward(RewardModel):
             raise ValueError(f"fallback progress must be in [0, 1], got {fallback}")
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        self.chat = VlmChat(model, batch_size=batch_size, device=device, dtype=dtype,
-                            system_prompt=system_prompt, local_files_only=local_files_only)
+        self.chat = make_chat(model, server, batch_size=batch_size, device=device, dtype=dtype,
+                              system_prompt=system_prompt, local_files_only=local_files_only)
         self.device = torch.device("cpu")  # frames go to the processor from the CPU
         self.prompt = prompt
         self.success_prompt = success_prompt
@@ -100,7 +104,8 @@ class VlmProgressReward(RewardModel):
 
     def _success(self, frames: torch.Tensor, instructions: list[str]) -> torch.Tensor:
         rows = self._rows(frames, instructions, self.success_prompt)
-        prob = self.chat.choice_probability(rows)
+        choice = getattr(self.chat, "choice_probability", None)
+        prob = choice(rows) if choice is not None else None
         if prob is not None:
             return prob.float()
         answers = self.chat.generate(rows, self.max_new_tokens)

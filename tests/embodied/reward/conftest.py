@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 import torch
 
@@ -35,3 +36,21 @@ def _render(task: str, num_envs: int, steps: int, actions: str = "random",
 def render_frames() -> Callable[..., tuple[torch.Tensor, list[str], str]]:
     """Renders a task's cameras after a few steps: ``render_frames(task, num_envs, steps)``."""
     return _render
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory) -> dict[str, str]:
+    """Folders of tiny random VLMs by family (``embodied.reward.vlm.tiny.FAMILIES``)."""
+    pytest.importorskip("transformers")
+    from embodied.reward.vlm.tiny import FAMILIES, build_tiny_vlm
+
+    root = tmp_path_factory.mktemp("tiny_models")
+    return {family: str(build_tiny_vlm(root / family, family)) for family in FAMILIES}
+
+
+@pytest.fixture(scope="session")
+def goal_image(tmp_path_factory) -> str:
+    """A GRM goal image: a white 32x32 frame in a ``.npy`` file."""
+    path = tmp_path_factory.mktemp("goal") / "goal.npy"
+    np.save(path, np.full((32, 32, 3), 255, np.uint8))
+    return str(path)
