@@ -34,9 +34,11 @@ class MjcfJoint:
 
 @dataclass(frozen=True)
 class MjcfBody:
-    """A body: its parent, frame in the parent (``orientation`` names a non-quat attribute
-    when the body is not oriented by ``quat``, or is ``frame`` for a body inside a
-    ``<frame>`` element) and joints in MJCF order."""
+    """A body: its parent, its frame in the parent and its joints in MJCF order.
+
+    ``orientation`` names a non-quat attribute when the body is not oriented by ``quat``, or is
+    ``frame`` for a body inside a ``<frame>`` element.
+    """
 
     name: str
     parent: str | None
@@ -48,8 +50,10 @@ class MjcfBody:
 
 @dataclass(frozen=True)
 class MjcfSite:
-    """A site: the body it is attached to and its position in that body's frame
-    (in the frame of an enclosing ``<frame>`` element when ``in_frame``)."""
+    """A site: the body it is attached to and its position in that body's frame.
+
+    The position is in the frame of an enclosing ``<frame>`` element when ``in_frame``.
+    """
 
     name: str
     body: str

@@ -75,8 +75,10 @@ class TaskConfig:
 
 
 class TaskConfigError(ValueError):
-    """A task config names a term or setting the task does not have (the message lists the
-    known ones)."""
+    """A task config names a term or setting the task does not have.
+
+    The message lists the known ones.
+    """
 
 
 _TERM_GROUPS = {"rewards": "reward", "observations": "observation"}
@@ -84,10 +86,12 @@ _TERM_GROUPS = {"rewards": "reward", "observations": "observation"}
 
 def configure(defaults: TaskConfig, overrides: Mapping[str, Any] | None,
               task: str) -> TaskConfig:
-    """``defaults`` with ``overrides`` applied: ``{"rewards": {term: {"weight": w, "params":
-    {...}}}, "observations": {term: {"noise": n}}}``. Other keys of ``overrides`` (a whole
-    task config group entry may be passed) are ignored; an unknown term, setting or
-    parameter raises :class:`TaskConfigError`."""
+    """``defaults`` with ``overrides`` applied.
+
+    ``overrides``: ``{"rewards": {term: {"weight": w, "params": {...}}}, "observations": {term:
+    {"noise": n}}}``. Other keys of ``overrides`` (a whole task config group entry may be passed)
+    are ignored; an unknown term, setting or parameter raises :class:`TaskConfigError`.
+    """
     cfg = copy.deepcopy(defaults)
     for group, kind in _TERM_GROUPS.items():
         terms = getattr(cfg, group)

@@ -274,9 +274,12 @@ class RewardEnv:
                 ("state" if self.mixer.needs_progress else "none")}
 
     def potential_quality(self) -> dict[str, float | None]:
-        """Pearson correlation with the simulator's progress of the reward model's scores
-        and (distilled mode) of the MLP's predictions for the same states, before the
-        MLP was fitted on them; None where nothing was recorded."""
+        """Correlations of the scores with the simulator's progress.
+
+        Pearson correlation with the simulator's progress of the reward model's scores and
+        (distilled mode) of the MLP's predictions for the same states, before the MLP was fitted on
+        them; None where nothing was recorded.
+        """
         out: dict[str, float | None] = {}
         for key, pairs in self._pairs.items():
             if not pairs:

@@ -67,8 +67,10 @@ class MetricsLogger:
 
 
 class RewardTermStats:
-    """Per-episode sums of the env's weighted reward terms (``info["reward_terms"]``, name
-    -> [B]), over the last ``window`` finished episodes: the ``reward/<term>`` metrics.
+    """Per-episode sums of the env's weighted reward terms: the ``reward/<term>`` metrics.
+
+    Terms come from ``info["reward_terms"]`` (name -> [B]), summed over each episode and averaged
+    over the last ``window`` finished episodes.
 
     The window is not part of checkpoints: after a resume it refills from new episodes.
     """

@@ -60,8 +60,11 @@ class IsaacLabWorkerError(RuntimeError):
 
 
 class _RemoteTask:
-    """The task as seen from this process: name, instruction, robot, observation layout,
-    and the privileged ``progress()``/``success()`` evaluated in the worker."""
+    """The task as seen from this process.
+
+    Name, instruction, robot, observation layout, and the privileged ``progress()``/``success()``
+    evaluated in the worker.
+    """
 
     def __init__(self, env: IsaacLabEnv, name: str, instruction: str, robot,
                  layout: list[tuple[str, int, float]]):
@@ -81,8 +84,10 @@ class _RemoteTask:
 
 
 class IsaacLabEnv:
-    """A batch of one task's envs on Isaac Lab, in a worker process; implements
-    :class:`sim.protocol.BatchedEnv`. Tensors come back on the CPU."""
+    """A batch of one task's envs on Isaac Lab, in a worker process.
+
+    Implements :class:`sim.protocol.BatchedEnv`. Tensors come back on the CPU.
+    """
 
     def __init__(self, task: str, num_envs: int = 16, device: str | None = None,
                  venv: Path = VENV, log_path: Path | None = None,
@@ -223,16 +228,20 @@ class IsaacLabEnv:
 
 def make_isaaclab_env(task: str, num_envs: int = 16, **cfg: Any) -> IsaacLabEnv:
     """``sim=isaaclab``: ``task`` on Isaac Lab in a worker process (see :class:`IsaacLabEnv`).
-    ``cfg``: ``device`` (``cpu``/``cuda:0``; None: a GPU if the worker sees one),
-    ``task_cfg`` (term settings over the task's defaults) and :class:`sim.env.EnvConfig`
-    settings."""
+
+    ``cfg``: ``device`` (``cpu``/``cuda:0``; None: a GPU if the worker sees one), ``task_cfg`` (term
+    settings over the task's defaults) and :class:`sim.env.EnvConfig` settings.
+    """
     return IsaacLabEnv(task, num_envs, **cfg)
 
 
 def _random_steps_per_s(env, steps: int | None, seconds: float | None,
                         gen: torch.Generator) -> float:
-    """Env steps/s of ``env`` under uniform random actions: ``steps`` timed steps, or as many
-    as fit in ``seconds`` (at least two), after one untimed step (lazy initialisation)."""
+    """Env steps/s of ``env`` under uniform random actions.
+
+    ``steps`` timed steps, or as many as fit in ``seconds`` (at least two), after one untimed step
+    (lazy initialisation).
+    """
     def act() -> torch.Tensor:
         return 2 * torch.rand(env.num_envs, env.action_dim, generator=gen) - 1
 
@@ -250,12 +259,15 @@ def _random_steps_per_s(env, steps: int | None, seconds: float | None,
 def isaaclab_throughput(task: str, num_envs: int, steps: int | None = None,
                         seconds: float | None = None, seed: int = 0,
                         reference: bool = True) -> dict[str, Any]:
-    """Env steps/s of ``task`` on Isaac Lab with random actions, start-up times and, if
-    ``reference``, C MuJoCo (the default backend) on the same task and envs in the same call.
+    """Env steps/s of ``task`` on Isaac Lab with random actions, and start-up times.
+
+    With ``reference``, also C MuJoCo (the default backend) on the same task and envs in the same
+    call.
 
     Times ``steps`` env steps, or as many as fit in ``seconds``. ``startup_s``: from the
     call to a ready env (worker start, USD conversion or cache, Warp kernel compile or
-    cache, scene build); ``engine_startup_s``: the Isaac Lab part of it."""
+    cache, scene build); ``engine_startup_s``: the Isaac Lab part of it.
+    """
     if (steps is None) == (seconds is None) or (steps is not None and steps < 1):
         raise ValueError("isaaclab_throughput needs steps >= 1 or seconds, not both")
     env = make_isaaclab_env(task, num_envs, seed=seed)

@@ -65,10 +65,12 @@ class Kinematics:
     def forward(self, qpos: torch.Tensor, mocap_pos: torch.Tensor,
                 mocap_quat: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(xpos [B, nbody, 3], xquat [B, nbody, 4], site_xpos [B, nsite, 3], site_xmat
-        [B, nsite, 9])`` of joint positions ``qpos`` [B, nq] and mocap positions [B, nmocap,
-        3] (mocap orientations: the model's, unless given). Also keeps the joint axes and
-        anchors for :meth:`site_jacobian`."""
+        """Forward kinematics of ``qpos`` [B, nq] and mocap positions [B, nmocap, 3].
+
+        Returns ``(xpos [B, nbody, 3], xquat [B, nbody, 4], site_xpos [B, nsite, 3], site_xmat [B,
+        nsite, 9])``; mocap orientations are the model's unless given. Also keeps the joint axes and
+        anchors for :meth:`site_jacobian`.
+        """
         m, n = self.model, qpos.shape[0]
         dtype, dev = qpos.dtype, qpos.device
         xpos = torch.zeros(n, m.nbody, 3, dtype=dtype, device=dev)
@@ -121,8 +123,10 @@ class Kinematics:
         return xpos, xquat, site_xpos, site_xmat.reshape(n, m.nsite, 9)
 
     def jacobian(self, point: torch.Tensor, body: int) -> torch.Tensor:
-        """Translational Jacobian [B, 3, nv] of world points ``point`` [B, 3] fixed to
-        ``body``, at the state of the last :meth:`forward`."""
+        """Translational Jacobian [B, 3, nv] of world points ``point`` [B, 3] fixed to ``body``.
+
+        Evaluated at the state of the last :meth:`forward`.
+        """
         if self._xaxis is None:
             raise RuntimeError("Kinematics.jacobian needs a forward() first")
         m, n = self.model, point.shape[0]

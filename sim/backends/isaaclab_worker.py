@@ -22,8 +22,10 @@ from sim.backends.isaaclab_wire import decode, encode
 
 def build_env(task_name: str, num_envs: int, device: str | None, cfg: dict[str, Any],
               task_cfg: dict[str, Any] | None = None):
-    """``TaskEnv`` of ``task_name`` (term settings ``task_cfg`` over its defaults) on
-    :class:`IsaacLabPhysics` with EnvConfig settings ``cfg``."""
+    """``TaskEnv`` of ``task_name`` on :class:`IsaacLabPhysics`.
+
+    ``task_cfg``: term settings over the task's defaults; ``cfg``: EnvConfig settings.
+    """
     from sim.backends.isaaclab_physics import isaaclab_physics_factory
     from sim.env import EnvConfig, TaskEnv
     from sim.randomization import DomainRandomization

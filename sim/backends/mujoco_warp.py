@@ -225,8 +225,10 @@ class MujocoWarpPhysics:
 
 def mujoco_warp_physics(model: mujoco.MjModel, num_envs: int, decimation: int,
                         cfg) -> MujocoWarpPhysics:
-    """The :data:`sim.env.PhysicsFactory` of MuJoCo Warp (``cfg.device``; default: a GPU
-    if torch sees one, else Warp's CPU device)."""
+    """The :data:`sim.env.PhysicsFactory` of MuJoCo Warp.
+
+    Device: ``cfg.device``; by default a GPU if torch sees one, else Warp's CPU device.
+    """
     return MujocoWarpPhysics(model, num_envs, decimation, device=cfg.device,
                              randomize=cfg.randomization.enabled)
 
@@ -234,7 +236,9 @@ def mujoco_warp_physics(model: mujoco.MjModel, num_envs: int, decimation: int,
 def make_mujoco_warp_env(task: str, num_envs: int = 16,
                          task_cfg: Mapping[str, Any] | TaskConfig | None = None,
                          **cfg: Any) -> TaskEnv:
-    """``sim=mujoco_warp``: the registered ``task`` (with ``task_cfg`` term settings) on
-    MuJoCo Warp; ``cfg``: :class:`sim.env.EnvConfig` settings."""
+    """``sim=mujoco_warp``: the registered ``task`` on MuJoCo Warp.
+
+    ``task_cfg``: term settings; ``cfg``: :class:`sim.env.EnvConfig` settings.
+    """
     return TaskEnv(get_task(task).make_task(task_cfg), EnvConfig(num_envs=num_envs),
                    physics=mujoco_warp_physics, **cfg)

@@ -151,9 +151,11 @@ class MultiViewPRM(nn.Module):
 
     def fuse(self, feats: torch.Tensor, instructions: list[str],
              present: torch.Tensor | None = None) -> torch.Tensor:
-        """Per-view features [B, V, F] -> head outputs [B, bins + 1] (progress logits, then
-        the success logit): views tagged and averaged (only the ``present`` ones), joined
-        with the instruction embedding."""
+        """Per-view features [B, V, F] -> head outputs [B, bins + 1].
+
+        Outputs are the progress logits, then the success logit. Views are tagged and averaged (only
+        the ``present`` ones) and joined with the instruction embedding.
+        """
         feats = feats + self.view_embedding[:feats.shape[1]]
         if present is None:
             fused = feats.mean(1)

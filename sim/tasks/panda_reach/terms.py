@@ -1,5 +1,7 @@
-"""panda_reach's observation and reward terms: pure batched functions of the task
-(a :class:`sim.tasks.panda_reach.task.PandaReach`)."""
+"""panda_reach's observation and reward terms.
+
+Pure batched functions of the task (a :class:`sim.tasks.panda_reach.task.PandaReach`).
+"""
 
 from __future__ import annotations
 
