@@ -197,6 +197,7 @@ def settings(cfg: DictConfig, source: Path) -> dict[str, Any]:
 
 
 def default_out(cfg: DictConfig, source: Path) -> Path:
+    """``<source>_<name>`` beside ``source``; ``name``: the reward model's (default ``reward``)."""
     name = (cfg.reward.get("model") or {}).get("name", "reward") if cfg.reward.get("model") \
         else "reward"
     return source.parent / f"{source.name}_{name}"

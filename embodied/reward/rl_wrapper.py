@@ -64,6 +64,7 @@ class ProgressMLP(nn.Module):
         self.net = nn.Sequential(*layers, nn.Linear(d, 1))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Progress [B] in [0, 1] of observations ``obs`` [B, obs_dim]."""
         return self.net(self.norm.normalize(obs)).squeeze(-1).sigmoid()
 
 
@@ -101,6 +102,7 @@ class Distiller:
 
     @torch.no_grad()
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        """The MLP's progress [B] in [0, 1] for ``obs`` [B, obs_dim] (no gradient)."""
         return self.mlp(obs.float())
 
 
@@ -199,6 +201,7 @@ class RewardEnv:
 
     # --------------------------------------------------------------- protocol
     def reset(self, seed: int | None = None) -> torch.Tensor:
+        """``env.reset``; also restarts the reward mode's per-episode state."""
         obs = self.env.reset(seed=seed)
         self._t = 0
         if self.mixer.needs_progress:
@@ -207,7 +210,8 @@ class RewardEnv:
         self._prev_obs = obs
         return obs
 
-    def step(self, actions: torch.Tensor):
+    def step(self, actions: torch.Tensor
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """``env.step`` with the reward replaced by the mode's (env reward in info)."""
         t = time.perf_counter()
         obs, reward, terminated, truncated, info = self.env.step(actions)
@@ -292,6 +296,7 @@ class RewardEnv:
         return out
 
     def close(self) -> None:
+        """Close the wrapped env."""
         self.env.close()
 
 
