@@ -28,8 +28,9 @@ class MjcfJoint:
 
     name: str
     type: str
-    pos: tuple[float, float, float]
-    axis: tuple[float, float, float]
+    # The numbers as written in the file (3 each in a valid MJCF; MuJoCo checks them).
+    pos: tuple[float, ...]
+    axis: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,9 @@ class MjcfBody:
 
     name: str
     parent: str | None
-    pos: tuple[float, float, float]
-    quat: tuple[float, float, float, float]
+    # The numbers as written in the file (3 and 4 in a valid MJCF; MuJoCo checks them).
+    pos: tuple[float, ...]
+    quat: tuple[float, ...]
     orientation: str
     joints: tuple[MjcfJoint, ...]
 
@@ -57,7 +59,7 @@ class MjcfSite:
 
     name: str
     body: str
-    pos: tuple[float, float, float]
+    pos: tuple[float, ...]  # as written in the file (3 numbers in a valid MJCF)
     in_frame: bool = False
 
 

@@ -16,7 +16,8 @@ class MujocoBatchEnv(TaskEnv):
 
     physics: MujocoPhysics
 
-    def __init__(self, task: Task | type[Task], cfg: EnvConfig | None = None, **overrides):
+    def __init__(self, task: Task | type[Task], cfg: EnvConfig | None = None,
+                 **overrides: Any):
         super().__init__(task, cfg, physics=mujoco_physics, **overrides)
         self.batch = self.physics.batch
 

@@ -24,9 +24,13 @@ class Physics(Protocol):
 
     name: str  # the backend's name in ``sim=...``
     model: mujoco.MjModel  # the task's compiled MJCF: names, ids, defaults, cameras
-    state: SimState
     # Whether ``scale_parameters`` works; without it only action latency is randomised.
     supports_parameter_randomization: bool
+
+    @property
+    def state(self) -> SimState:
+        """The batched state tasks read and write (a backend may narrow its type)."""
+        ...
 
     def reset(self, ids: torch.Tensor) -> None:
         """Put envs ``ids`` in the model's default state.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclasses_fields
 from typing import Any, ClassVar
@@ -168,7 +168,7 @@ class Task:
                 kind = _TERM_GROUPS[group]
                 raise TaskConfigError(f"task '{self.name}' {kind} terms {list(fns)} do not "
                                       f"match its config's {list(terms)}")
-        self.sim: SimState | None = None
+        self._sim: SimState | None = None
         # The env's action mapping (set by the env; scripted experts act through it).
         self.action_map: JointPositionAction | None = None
         self._step_cache: dict[str, torch.Tensor] = {}
@@ -182,9 +182,20 @@ class Task:
         """Add the floor, lights and task objects to the robot's MjSpec."""
         add_floor_and_light(spec)
 
+    @property
+    def sim(self) -> SimState:
+        """The batched state the task was set up on.
+
+        Raises:
+            RuntimeError: before :meth:`setup`.
+        """
+        if self._sim is None:
+            raise RuntimeError(f"task '{self.name}' is not set up: call setup(sim) first")
+        return self._sim
+
     def setup(self, sim: SimState) -> None:
         """Resolve names to indices and allocate per-env buffers."""
-        self.sim = sim
+        self._sim = sim
         n, dev = sim.num_envs, sim.device
         self.qpos_ids = as_index([sim.joint_qpos_slice(j.name).start for j in self.robot.joints])
         self.dof_ids = as_index([sim.joint_dof_slice(j.name).start for j in self.robot.joints])
@@ -242,13 +253,16 @@ class Task:
     # ----------------------------------------------------------- helpers
     @property
     def joint_pos(self) -> torch.Tensor:
+        """Robot joint positions [B, nj] (rad or m), in robot.yaml order."""
         return self.sim.qpos[:, self.qpos_ids]
 
     @property
     def joint_vel(self) -> torch.Tensor:
+        """Robot joint velocities [B, nj] (rad/s or m/s), in robot.yaml order."""
         return self.sim.qvel[:, self.dof_ids]
 
-    def rand(self, n: int, low, high, gen: torch.Generator) -> torch.Tensor:
+    def rand(self, n: int, low: float | Sequence[float] | torch.Tensor,
+             high: float | Sequence[float] | torch.Tensor, gen: torch.Generator) -> torch.Tensor:
         """Uniform samples [n, d] between per-dimension bounds ``low`` and ``high``."""
         low = torch.as_tensor(low, dtype=torch.float64)
         high = torch.as_tensor(high, dtype=torch.float64)
@@ -268,7 +282,8 @@ def rows(env_ids: torch.Tensor, cols: slice | torch.Tensor) -> tuple:
     return (env_ids, cols) if isinstance(cols, slice) else (env_ids[:, None], cols)
 
 
-def add_floor_and_light(spec: mujoco.MjSpec, rgba=(0.35, 0.38, 0.42, 1.0)) -> None:
+def add_floor_and_light(spec: mujoco.MjSpec,
+                        rgba: tuple[float, float, float, float] = (0.35, 0.38, 0.42, 1.0)) -> None:
     """A ground plane and a directional light, the shared base of every scene."""
     floor = spec.worldbody.add_geom()
     floor.name = "floor"

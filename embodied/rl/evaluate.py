@@ -109,7 +109,7 @@ def evaluate_and_film(policy: Callable[[torch.Tensor], torch.Tensor], env: Any,
                       episodes=episodes, progress=progress)
     frames = result.pop("frames")
     result["video"] = None
-    if frames and result["render_error"] is None:
+    if frames and video_path is not None and result["render_error"] is None:
         try:
             result["video"] = str(write_mp4(Path(video_path), np.stack(frames), fps=int(fps)))
         except Exception as err:  # codec missing, disk full, ...

@@ -48,10 +48,10 @@ class MetricsLogger:
     def log(self, row: dict[str, Any]) -> None:
         """Write one iteration's metrics (``row['env_steps']`` is the TensorBoard x axis)."""
         new = self._fields is None
-        if new:
-            self._fields = list(row)
+        fields = list(row) if self._fields is None else self._fields
+        self._fields = fields
         with self.path.open("a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=self._fields, extrasaction="ignore")
+            writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
             if new:
                 writer.writeheader()
             writer.writerow(row)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.registry import Registry, resolve
+from sim.task import TaskConfig
 
 
 class BackendError(RuntimeError):
@@ -45,7 +46,8 @@ class Backend:
     description: str
     make_env: str
 
-    def build(self, task: str, num_envs: int, task_cfg: Mapping[str, Any] | None = None,
+    def build(self, task: str, num_envs: int,
+              task_cfg: Mapping[str, Any] | TaskConfig | None = None,
               **cfg: Any) -> Any:
         """An env of the registered ``task`` on this backend."""
         factory: Callable[..., Any] = resolve(self.make_env)

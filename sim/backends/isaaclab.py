@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import socket
 import subprocess
@@ -30,11 +31,13 @@ from typing import Any
 
 import torch
 
+from robots import RobotSpec
 from sim.actions import make_action_map
 from sim.backends import BackendUnavailable
 from sim.backends.isaaclab_physics import check_supported
 from sim.backends.isaaclab_wire import decode, encode
 from sim.env import EnvConfig, compile_task_model
+from sim.protocol import BatchedEnv
 from sim.task import ObsTerm, TaskConfig
 from sim.tasks import get_task, get_task_class
 
@@ -66,14 +69,14 @@ class _RemoteTask:
     evaluated in the worker.
     """
 
-    def __init__(self, env: IsaacLabEnv, name: str, instruction: str, robot,
+    def __init__(self, env: IsaacLabEnv, name: str, instruction: str, robot: RobotSpec,
                  layout: list[tuple[str, int, float]]):
         self._env, self.name, self.instruction, self.robot = env, name, instruction, robot
         self._layout = layout
 
     def observation_terms(self) -> list[ObsTerm]:
         n = self._env.num_envs
-        return [ObsTerm(name, (lambda size=size: torch.zeros(n, size)), noise)
+        return [ObsTerm(name, functools.partial(torch.zeros, n, size), noise)
                 for name, size, noise in self._layout]
 
     def progress(self) -> torch.Tensor:
@@ -115,7 +118,8 @@ class IsaacLabEnv:
         theirs.close()
         self._conn = Connection(ours.detach())
         self._closed = False
-        cfg = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v)
+        cfg = {k: (dataclasses.asdict(v)
+                   if dataclasses.is_dataclass(v) and not isinstance(v, type) else v)
                for k, v in cfg.items()}
         try:
             info = self.call("make", timeout=STARTUP_TIMEOUT_S, task_name=task,
@@ -175,23 +179,35 @@ class IsaacLabEnv:
 
     # ---------------------------------------------------------- BatchedEnv
     def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Observations [B, obs_dim] of freshly reset envs (``seed`` reseeds the worker)."""
         return self.call("reset", seed=seed)
 
     def observe(self, noise: bool = True) -> torch.Tensor:
+        """Current observations [B, obs_dim], with observation noise if ``noise``."""
         return self.call("observe", noise=noise)
 
-    def step(self, actions: torch.Tensor):
+    def step(self, actions: torch.Tensor
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """``(obs, reward, terminated, truncated, info)``, as in the BatchedEnv protocol."""
         actions = torch.as_tensor(actions).detach().to("cpu", torch.float32)
         return tuple(self.call("step", actions=actions))
 
     def render(self, cameras: list[str] | None = None, env_ids: torch.Tensor | None = None,
                width: int | None = None, height: int | None = None) -> torch.Tensor:
+        """uint8 [len(env_ids), V, H, W, 3] images of ``cameras``.
+
+        Defaults: every env and camera, the configured resolution.
+        """
         return self.call("render", cameras=list(cameras) if cameras else None,
                          env_ids=None if env_ids is None else torch.as_tensor(env_ids),
                          width=width, height=height)
 
     def request_final_frames(self, cameras: list[str] | None = None, width: int | None = None,
                              height: int | None = None, enabled: bool = True) -> None:
+        """Make ``step`` also render finished episodes' last frames.
+
+        Disabled again with ``enabled=False``.
+        """
         self.call("request_final_frames", cameras=list(cameras) if cameras else None,
                   width=width, height=height, enabled=enabled)
 
@@ -235,13 +251,16 @@ def make_isaaclab_env(task: str, num_envs: int = 16, **cfg: Any) -> IsaacLabEnv:
     return IsaacLabEnv(task, num_envs, **cfg)
 
 
-def _random_steps_per_s(env, steps: int | None, seconds: float | None,
+def _random_steps_per_s(env: BatchedEnv, steps: int | None, seconds: float | None,
                         gen: torch.Generator) -> float:
     """Env steps/s of ``env`` under uniform random actions.
 
     ``steps`` timed steps, or as many as fit in ``seconds`` (at least two), after one untimed step
     (lazy initialisation).
     """
+    if steps is None and seconds is None:
+        raise ValueError("give steps or seconds")
+
     def act() -> torch.Tensor:
         return 2 * torch.rand(env.num_envs, env.action_dim, generator=gen) - 1
 
@@ -252,7 +271,8 @@ def _random_steps_per_s(env, steps: int | None, seconds: float | None,
         done += 1
         elapsed = time.perf_counter() - t0
         if (steps is not None and done >= steps) or \
-                (steps is None and done >= 2 and elapsed >= seconds):
+                (steps is None and seconds is not None and done >= 2
+                 and elapsed >= seconds):
             return env.num_envs * done / elapsed
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from sim.math import quat_rotate, quat_to_matrix
@@ -38,7 +39,7 @@ class Kinematics:
         self.model = model
         dev = torch.device(device)
 
-        def t(a) -> torch.Tensor:
+        def t(a: npt.ArrayLike) -> torch.Tensor:
             return torch.as_tensor(np.asarray(a, dtype=np.float64), device=dev)
 
         self.body_pos, self.body_quat = t(model.body_pos), t(model.body_quat)
@@ -127,7 +128,8 @@ class Kinematics:
 
         Evaluated at the state of the last :meth:`forward`.
         """
-        if self._xaxis is None:
+        xaxis, xanchor, xmat = self._xaxis, self._xanchor, self._xmat
+        if xaxis is None or xanchor is None or xmat is None:
             raise RuntimeError("Kinematics.jacobian needs a forward() first")
         m, n = self.model, point.shape[0]
         jac = torch.zeros(n, 3, m.nv, dtype=point.dtype, device=point.device)
@@ -135,13 +137,13 @@ class Kinematics:
             j = int(m.dof_jntid[d])
             kind, k = int(m.jnt_type[j]), d - int(m.jnt_dofadr[j])
             if kind == _SLIDE:
-                jac[:, :, d] = self._xaxis[:, j]
+                jac[:, :, d] = xaxis[:, j]
             elif kind == _HINGE:
-                jac[:, :, d] = torch.linalg.cross(self._xaxis[:, j], point - self._xanchor[:, j])
+                jac[:, :, d] = torch.linalg.cross(xaxis[:, j], point - xanchor[:, j])
             elif kind == _FREE and k < 3:
                 jac[:, k, d] = 1.0
             else:  # rotational dofs of free and ball joints: about the body's own axes
                 jb = int(m.jnt_bodyid[j])
-                axis = self._xmat[:, jb, :, k - 3 if kind == _FREE else k]
-                jac[:, :, d] = torch.linalg.cross(axis, point - self._xanchor[:, j])
+                axis = xmat[:, jb, :, k - 3 if kind == _FREE else k]
+                jac[:, :, d] = torch.linalg.cross(axis, point - xanchor[:, j])
         return jac

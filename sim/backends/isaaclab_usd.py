@@ -84,8 +84,8 @@ def task_usd(task: Task, cache: Path | None = None) -> Path:
     if usd.exists():
         return usd
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp_name:
+        tmp = Path(tmp_name)
         (tmp / "scene.xml").write_text(xml)
         result = Converter(layer_structure=False, scene=False).convert(
             str(tmp / "scene.xml"), str(tmp / "converted"))

@@ -56,7 +56,8 @@ quality 0), so success needs about a second of good tracking.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import mujoco
 import torch
@@ -65,6 +66,7 @@ import sim.tasks.go2_walk.terms as terms
 from robots import RobotSpec
 from robots.go2.observation import advance_phase, base_lin_vel_b
 from sim.math import projected_gravity, yaw_quat
+from sim.protocol import SimState
 from sim.task import RewardTerm, Task, TermFunctions, add_floor_and_light, as_index, rows
 from sim.tasks.go2_walk.config import Go2WalkConfig
 from sim.tasks.go2_walk.terms import CONTACT_FORCE, desired_contact, tilt_angle
@@ -184,10 +186,11 @@ class Go2Walk(Task):
                 thighs.append(body.name)
         self.thigh_bodies = tuple(thighs)
 
-    def setup(self, sim) -> None:
+    def setup(self, sim: SimState) -> None:
         """Indices of the base and sensors; per-env command, timer and contact buffers."""
         super().setup(sim)
-        n, f64 = sim.num_envs, dict(dtype=torch.float64, device=sim.device)
+        n = sim.num_envs
+        f64: dict[str, Any] = {"dtype": torch.float64, "device": sim.device}
         self.root_qpos = sim.joint_qpos_slice(self.root_joint)
         self.root_dof = sim.joint_dof_slice(self.root_joint)
         self.foot_touch = as_index([sim.sensor_slice(f"{f}_touch").start for f in self.feet],
@@ -332,7 +335,8 @@ class Go2Walk(Task):
         return self.fallen.clone()
 
     # -------------------------------------------------------------- commands
-    def set_command(self, env_ids: torch.Tensor, command, hold: bool = True) -> None:
+    def set_command(self, env_ids: torch.Tensor, command: Sequence[float] | torch.Tensor,
+                    hold: bool = True) -> None:
         """Command ``(vx, vy, yaw rate)`` (a 3-sequence or [n, 3]) to ``env_ids``.
 
         With ``hold`` the command is kept until the env resets (no resampling); pushes
@@ -388,7 +392,8 @@ class Go2Walk(Task):
         self.last_joint_vel[env_ids] = self.joint_vel[env_ids]
 
 
-def _add_site(body: mujoco.MjsBody, name: str, kind: mujoco.mjtGeom, size, pos) -> str:
+def _add_site(body: mujoco.MjsBody, name: str, kind: mujoco.mjtGeom, size: Sequence[float],
+              pos: Sequence[float]) -> str:
     site = body.add_site()
     site.name = name
     site.type = kind
