@@ -16,6 +16,7 @@ test:
 	@scripts/bootstrap.sh
 	@scripts/isaaclab_env.sh || echo "[test] no Isaac Lab environment (see above): its tests skip"
 	@.venv/bin/python -m ruff check .
+	@.venv/bin/python -m mypy
 	@MUJOCO_GL=$${MUJOCO_GL:-egl} .venv/bin/python -m pytest -q
 
 bench-quick:

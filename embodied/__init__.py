@@ -1,0 +1,1 @@
+"""The embodied library: reward models, learners, datasets, export and the CLI commands."""

@@ -225,8 +225,11 @@ def write_torchscript(module: DeployedPolicy, path: Path, metadata: dict[str, An
 
 
 def _strip_debug_info(path: Path) -> None:
-    """Drop TorchScript's optional ``*.debug_pkl`` entries (source locations: the paths of
-    the exporting machine); the archive loads and runs the same without them."""
+    """Drop TorchScript's optional ``*.debug_pkl`` entries from the archive.
+
+    They hold source locations (the paths of the exporting machine); the archive loads and runs the
+    same without them.
+    """
     tmp = path.with_name(path.name + ".tmp")
     with zipfile.ZipFile(path) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as dst:
         for info in src.infolist():

@@ -8,7 +8,7 @@ would: how far it walked, how well it tracked the command, and whether it fell.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -16,8 +16,16 @@ from sim.math import quat_rotate
 from sim.protocol import BatchedEnv
 
 
+class TaskedEnv(BatchedEnv, Protocol):
+    """A batched env that exposes its task (``sim.env.TaskEnv`` and the Isaac Lab proxy do)."""
+
+    @property
+    def task(self) -> Any:
+        """The env's task; what it offers is checked where it is used."""
+        ...
+
 @torch.inference_mode()
-def evaluate_velocity_tracking(policy: Callable[[torch.Tensor], torch.Tensor], env: BatchedEnv,
+def evaluate_velocity_tracking(policy: Callable[[torch.Tensor], torch.Tensor], env: TaskedEnv,
                                command: Sequence[float] = (0.5, 0.0, 0.0), seconds: float = 10.0,
                                settle_s: float = 1.0, pushes: bool = False,
                                seed: int | None = 0) -> dict[str, Any]:
@@ -114,12 +122,12 @@ def evaluate_velocity_tracking(policy: Callable[[torch.Tensor], torch.Tensor], e
     }
 
 
-def is_legged(env: BatchedEnv) -> bool:
+def is_legged(env: TaskedEnv) -> bool:
     """The env's task takes velocity commands (so a velocity-tracking evaluation applies)."""
     return hasattr(env.task, "set_command")
 
 
-def tracking_summary(policy: Callable[[torch.Tensor], torch.Tensor], env: BatchedEnv,
+def tracking_summary(policy: Callable[[torch.Tensor], torch.Tensor], env: TaskedEnv,
                      command: Sequence[float] = (0.5, 0.0, 0.0), seconds: float = 10.0,
                      seed: int | None = 0) -> dict[str, Any]:
     """:func:`evaluate_velocity_tracking` without the per-env lists, for records and summaries."""

@@ -75,6 +75,10 @@ class LoadedPolicy:
         self.path, self.kind, self._fn, self.obs_dim = path, kind, fn, obs_dim
 
     def __call__(self, obs: torch.Tensor | np.ndarray) -> torch.Tensor:
+        """Actions [N, act_dim] float32 for ``obs`` [N, obs_dim] (inference mode).
+
+        Raises :class:`PolicyMismatchError` when ``obs`` is not [N, obs_dim].
+        """
         obs = torch.as_tensor(obs, dtype=torch.float32)
         if obs.ndim != 2 or obs.shape[1] != self.obs_dim:
             raise PolicyMismatchError(f"{self.path} takes observations [N, {self.obs_dim}], "

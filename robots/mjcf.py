@@ -28,32 +28,38 @@ class MjcfJoint:
 
     name: str
     type: str
-    pos: tuple[float, float, float]
-    axis: tuple[float, float, float]
+    # The numbers as written in the file (3 each in a valid MJCF; MuJoCo checks them).
+    pos: tuple[float, ...]
+    axis: tuple[float, ...]
 
 
 @dataclass(frozen=True)
 class MjcfBody:
-    """A body: its parent, frame in the parent (``orientation`` names a non-quat attribute
-    when the body is not oriented by ``quat``, or is ``frame`` for a body inside a
-    ``<frame>`` element) and joints in MJCF order."""
+    """A body: its parent, its frame in the parent and its joints in MJCF order.
+
+    ``orientation`` names a non-quat attribute when the body is not oriented by ``quat``, or is
+    ``frame`` for a body inside a ``<frame>`` element.
+    """
 
     name: str
     parent: str | None
-    pos: tuple[float, float, float]
-    quat: tuple[float, float, float, float]
+    # The numbers as written in the file (3 and 4 in a valid MJCF; MuJoCo checks them).
+    pos: tuple[float, ...]
+    quat: tuple[float, ...]
     orientation: str
     joints: tuple[MjcfJoint, ...]
 
 
 @dataclass(frozen=True)
 class MjcfSite:
-    """A site: the body it is attached to and its position in that body's frame
-    (in the frame of an enclosing ``<frame>`` element when ``in_frame``)."""
+    """A site: the body it is attached to and its position in that body's frame.
+
+    The position is in the frame of an enclosing ``<frame>`` element when ``in_frame``.
+    """
 
     name: str
     body: str
-    pos: tuple[float, float, float]
+    pos: tuple[float, ...]  # as written in the file (3 numbers in a valid MJCF)
     in_frame: bool = False
 
 

@@ -130,49 +130,61 @@ class RobotSpec:
 
     @property
     def joint_names(self) -> list[str]:
+        """Joint names (MJCF), in robot.yaml order."""
         return [j.name for j in self.joints]
 
     @property
     def ros_joint_names(self) -> list[str]:
+        """Joint names on the robot's ROS interface, in robot.yaml order."""
         return [j.ros_name for j in self.joints]
 
     @property
     def default_pose(self) -> np.ndarray:
+        """Default joint positions [nj] (rad, m for prismatic joints)."""
         return np.array([j.default for j in self.joints])
 
     @property
     def lower(self) -> np.ndarray:
+        """Lower joint position limits [nj] (rad, m for prismatic joints)."""
         return np.array([j.lower for j in self.joints])
 
     @property
     def upper(self) -> np.ndarray:
+        """Upper joint position limits [nj] (rad, m for prismatic joints)."""
         return np.array([j.upper for j in self.joints])
 
     @property
     def kp(self) -> np.ndarray:
+        """PD stiffness per joint [nj]."""
         return np.array([j.kp for j in self.joints])
 
     @property
     def kd(self) -> np.ndarray:
+        """PD damping per joint [nj]."""
         return np.array([j.kd for j in self.joints])
 
     @property
     def effort(self) -> np.ndarray:
+        """Effort limits per joint [nj]."""
         return np.array([j.effort for j in self.joints])
 
     @property
     def action_scale(self) -> np.ndarray:
+        """Action scale per joint [nj]: joint offset per unit of action."""
         return np.array([j.action_scale for j in self.joints])
 
     @property
     def action_dim(self) -> int:
+        """Policy action size: one per joint, plus one for a gripper."""
         return len(self.joints) + (1 if self.gripper else 0)
 
     @property
     def control_dt(self) -> float:
+        """Policy step in seconds: ``timestep * decimation``."""
         return self.timestep * self.decimation
 
     def camera(self, name: str) -> CameraSpec:
+        """The camera ``name``; raises ``KeyError`` naming the robot's cameras if missing."""
         for cam in self.cameras:
             if cam.name == name:
                 return cam
@@ -180,6 +192,7 @@ class RobotSpec:
 
     @property
     def camera_names(self) -> list[str]:
+        """Camera names, in robot.yaml order."""
         return [c.name for c in self.cameras]
 
 
@@ -236,8 +249,9 @@ def _parse_camera(entry: dict, index: int, path: Path) -> CameraSpec:
     where = f"cameras[{index}]."
     name = str(_require(entry, "name", path, where, "name the camera"))
     mount = str(_require(entry, "mount", path, where, "use 'world' or a body name of the MJCF"))
-    pos = _vector(_require(entry, "pos", path, where, "give the camera position"), 3, path,
-                  where + "pos")
+    x, y, z = _vector(_require(entry, "pos", path, where, "give the camera position"), 3, path,
+                      where + "pos")
+    pos = (x, y, z)
     if "lookat" in entry:
         xyaxes = _xyaxes_from_lookat(
             np.array(pos), np.array(_vector(entry["lookat"], 3, path, where + "lookat"))

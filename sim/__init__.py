@@ -24,11 +24,14 @@ from sim.tasks import task_names
 
 def make_env(task: str, num_envs: int = 16, backend: str = "mujoco",
              task_cfg: Mapping[str, Any] | TaskConfig | None = None, **cfg: Any) -> BatchedEnv:
-    """A batched env of a registered task on a registered backend (``sim.backends.BACKENDS``):
-    ``mujoco`` (C MuJoCo, CPU; the default), ``mujoco_warp`` or ``isaaclab``. ``task_cfg``:
-    term settings over the task's defaults (``{"rewards": {"push_pose": {"weight": 2}}}``,
-    see :func:`sim.task.configure`); ``cfg``: :class:`EnvConfig` settings. A backend that is
-    not installed raises :class:`BackendUnavailable` naming the install command."""
+    """A batched env of a registered task on a registered backend.
+
+    Backends (``sim.backends.BACKENDS``): ``mujoco`` (C MuJoCo, CPU; the default), ``mujoco_warp``
+    or ``isaaclab``. ``task_cfg``: term settings over the task's defaults (``{"rewards":
+    {"push_pose": {"weight": 2}}}``, see :func:`sim.task.configure`); ``cfg``: :class:`EnvConfig`
+    settings. A backend that is not installed raises :class:`BackendUnavailable` naming the install
+    command.
+    """
     return BACKENDS.get(backend).build(task, num_envs, task_cfg=task_cfg, **cfg)
 
 

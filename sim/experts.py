@@ -1,5 +1,7 @@
-"""Scripted experts: ``make_expert(env)`` for demonstrations and baselines (each task
-registers its own expert, see :mod:`sim.tasks.registry`)."""
+"""Scripted experts: ``make_expert(env)`` for demonstrations and baselines.
+
+Each task registers its own expert, see :mod:`sim.tasks.registry`.
+"""
 
 from __future__ import annotations
 

@@ -139,10 +139,10 @@ def _rebind_mujoco_default(backend: str) -> None:
         log.warning("mujoco was imported before select_gl_backend() and %s is unusable "
                     "in this process: %s", backend, exc)
         return
-    glmod.GLContext = cls
+    vars(glmod)["GLContext"] = cls
     mj = sys.modules.get("mujoco")
     if mj is not None and hasattr(mj, "GLContext"):
-        mj.GLContext = cls
+        vars(mj)["GLContext"] = cls
     log.info("mujoco was imported with MUJOCO_GL unset; rebound mujoco.GLContext to %s", backend)
 
 

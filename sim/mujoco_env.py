@@ -16,7 +16,8 @@ class MujocoBatchEnv(TaskEnv):
 
     physics: MujocoPhysics
 
-    def __init__(self, task: Task | type[Task], cfg: EnvConfig | None = None, **overrides):
+    def __init__(self, task: Task | type[Task], cfg: EnvConfig | None = None,
+                 **overrides: Any):
         super().__init__(task, cfg, physics=mujoco_physics, **overrides)
         self.batch = self.physics.batch
 
@@ -24,8 +25,10 @@ class MujocoBatchEnv(TaskEnv):
 def make_mujoco_env(task: str, num_envs: int = 16,
                     task_cfg: Mapping[str, Any] | TaskConfig | None = None,
                     **cfg: Any) -> MujocoBatchEnv:
-    """``sim=mujoco``: the registered ``task`` (with ``task_cfg`` term settings) on C MuJoCo;
-    ``cfg``: :class:`EnvConfig` settings."""
+    """``sim=mujoco``: the registered ``task`` on C MuJoCo.
+
+    ``task_cfg``: term settings; ``cfg``: :class:`EnvConfig` settings.
+    """
     return MujocoBatchEnv(get_task(task).make_task(task_cfg), EnvConfig(num_envs=num_envs),
                           **cfg)
 

@@ -24,31 +24,43 @@ class Physics(Protocol):
 
     name: str  # the backend's name in ``sim=...``
     model: mujoco.MjModel  # the task's compiled MJCF: names, ids, defaults, cameras
-    state: SimState
     # Whether ``scale_parameters`` works; without it only action latency is randomised.
     supports_parameter_randomization: bool
 
+    @property
+    def state(self) -> SimState:
+        """The batched state tasks read and write (a backend may narrow its type)."""
+        ...
+
     def reset(self, ids: torch.Tensor) -> None:
-        """Put envs ``ids`` in the model's default state (qpos0, zero velocities and
-        controls, the model's mocap poses, time 0). Derived quantities are not yet valid:
-        the caller writes the task's initial state, then calls :meth:`forward`."""
+        """Put envs ``ids`` in the model's default state.
+
+        qpos0, zero velocities and controls, the model's mocap poses, time 0. Derived quantities are
+        not yet valid: the caller writes the task's initial state, then calls :meth:`forward`.
+        """
         ...
 
     def forward(self, ids: torch.Tensor) -> None:
-        """Recompute positions, orientations and sensors of ``ids`` from their qpos,
-        qvel and mocap poses (after the caller wrote them)."""
+        """Recompute positions, orientations and sensors of ``ids``.
+
+        From their qpos, qvel and mocap poses (after the caller wrote them).
+        """
         ...
 
     def step(self, nstep: int) -> None:
-        """Advance every env ``nstep`` physics steps with ``state.ctrl`` held; derived
-        quantities (positions, sensors) are valid afterwards."""
+        """Advance every env ``nstep`` physics steps with ``state.ctrl`` held.
+
+        Derived quantities (positions, sensors) are valid afterwards.
+        """
         ...
 
     def scale_parameters(self, ids: torch.Tensor, friction: torch.Tensor, mass: torch.Tensor,
                          actuator_gain: torch.Tensor, actuated: slice) -> None:
-        """Set per-env physical parameters of ``ids`` to the model's values times the
-        given factors [len(ids)]: geom friction, body masses, and the PD gains (kp and
-        kd) of the ``actuated`` actuators."""
+        """Set per-env physical parameters of ``ids`` to the model's values times factors.
+
+        Factors are [len(ids)] each: geom friction, body masses, and the PD gains (kp and kd) of the
+        ``actuated`` actuators.
+        """
         ...
 
     def mjdata(self, ids: list[int]) -> list[mujoco.MjData]:

@@ -109,8 +109,9 @@ class _GLWorker:
 
     def _init(self, ctx_model: mujoco.MjModel, model: mujoco.MjModel, cam_ids: Sequence[int],
               width: int, height: int, max_geom: int) -> None:
-        self._gl = gl_context_class()(width, height)
-        self._gl.make_current()
+        gl = gl_context_class()(width, height)
+        gl.make_current()
+        self._gl = gl
         self._con = mujoco.MjrContext(ctx_model, mujoco.mjtFontScale.mjFONTSCALE_100)
         mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._con)
         if self._con.currentBuffer != mujoco.mjtFramebuffer.mjFB_OFFSCREEN:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclasses_fields
 from typing import Any, ClassVar
@@ -59,8 +59,10 @@ SOFT_LIMIT_MARGIN = 0.5
 
 
 def soft_limit_bounds(lower: Any, upper: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """Joint limits widened by :data:`SOFT_LIMIT_MARGIN` of their range: bounds a
-    simulated joint position stays within (float64 tensors)."""
+    """Joint limits widened by :data:`SOFT_LIMIT_MARGIN` of their range.
+
+    These bound what a simulated joint position stays within (float64 tensors).
+    """
     lower = torch.as_tensor(lower, dtype=torch.float64)
     upper = torch.as_tensor(upper, dtype=torch.float64)
     margin = SOFT_LIMIT_MARGIN * (upper - lower)
@@ -91,8 +93,10 @@ class TaskConfig:
 
 
 class TaskConfigError(ValueError):
-    """A task config names a term or setting the task does not have (the message lists the
-    known ones)."""
+    """A task config names a term or setting the task does not have.
+
+    The message lists the known ones.
+    """
 
 
 _TERM_GROUPS = {"rewards": "reward", "observations": "observation"}
@@ -100,10 +104,12 @@ _TERM_GROUPS = {"rewards": "reward", "observations": "observation"}
 
 def configure(defaults: TaskConfig, overrides: Mapping[str, Any] | None,
               task: str) -> TaskConfig:
-    """``defaults`` with ``overrides`` applied: ``{"rewards": {term: {"weight": w, "params":
-    {...}}}, "observations": {term: {"noise": n}}}``. Other keys of ``overrides`` (a whole
-    task config group entry may be passed) are ignored; an unknown term, setting or
-    parameter raises :class:`TaskConfigError`."""
+    """``defaults`` with ``overrides`` applied.
+
+    ``overrides``: ``{"rewards": {term: {"weight": w, "params": {...}}}, "observations": {term:
+    {"noise": n}}}``. Other keys of ``overrides`` (a whole task config group entry may be passed)
+    are ignored; an unknown term, setting or parameter raises :class:`TaskConfigError`.
+    """
     cfg = copy.deepcopy(defaults)
     for group, kind in _TERM_GROUPS.items():
         terms = getattr(cfg, group)
@@ -180,7 +186,7 @@ class Task:
                 kind = _TERM_GROUPS[group]
                 raise TaskConfigError(f"task '{self.name}' {kind} terms {list(fns)} do not "
                                       f"match its config's {list(terms)}")
-        self.sim: SimState | None = None
+        self._sim: SimState | None = None
         # The env's action mapping (set by the env; scripted experts act through it).
         self.action_map: JointPositionAction | None = None
         self._step_cache: dict[str, torch.Tensor] = {}
@@ -194,9 +200,20 @@ class Task:
         """Add the floor, lights and task objects to the robot's MjSpec."""
         add_floor_and_light(spec)
 
+    @property
+    def sim(self) -> SimState:
+        """The batched state the task was set up on.
+
+        Raises:
+            RuntimeError: before :meth:`setup`.
+        """
+        if self._sim is None:
+            raise RuntimeError(f"task '{self.name}' is not set up: call setup(sim) first")
+        return self._sim
+
     def setup(self, sim: SimState) -> None:
         """Resolve names to indices and allocate per-env buffers."""
-        self.sim = sim
+        self._sim = sim
         n, dev = sim.num_envs, sim.device
         self.qpos_ids = as_index([sim.joint_qpos_slice(j.name).start for j in self.robot.joints])
         self.dof_ids = as_index([sim.joint_dof_slice(j.name).start for j in self.robot.joints])
@@ -223,14 +240,18 @@ class Task:
                 for name, fn in self.observation_functions.items()]
 
     def observation_bounds(self) -> TermBounds:
-        """(low, high) of the observation terms that are bounded, by term name, before
-        noise (the env widens them by each term's noise). Terms not listed are unbounded.
-        The base task declares none."""
+        """(low, high) of the observation terms that are bounded, by term name, before noise.
+
+        The env widens them by each term's noise. Terms not listed are unbounded. The
+        base task declares none.
+        """
         return {}
 
     def relative_joint_bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Bounds of joint positions minus the default pose: the robot's limits, widened
-        as :func:`soft_limit_bounds` says."""
+        """Bounds of joint positions minus the default pose.
+
+        They are the robot's limits, widened as :func:`soft_limit_bounds` says.
+        """
         low, high = soft_limit_bounds(self.robot.lower, self.robot.upper)
         default = torch.as_tensor(self.robot.default_pose, dtype=torch.float64)
         return low - default, high - default
@@ -267,13 +288,16 @@ class Task:
     # ----------------------------------------------------------- helpers
     @property
     def joint_pos(self) -> torch.Tensor:
+        """Robot joint positions [B, nj] (rad or m), in robot.yaml order."""
         return self.sim.qpos[:, self.qpos_ids]
 
     @property
     def joint_vel(self) -> torch.Tensor:
+        """Robot joint velocities [B, nj] (rad/s or m/s), in robot.yaml order."""
         return self.sim.qvel[:, self.dof_ids]
 
-    def rand(self, n: int, low, high, gen: torch.Generator) -> torch.Tensor:
+    def rand(self, n: int, low: float | Sequence[float] | torch.Tensor,
+             high: float | Sequence[float] | torch.Tensor, gen: torch.Generator) -> torch.Tensor:
         """Uniform samples [n, d] between per-dimension bounds ``low`` and ``high``."""
         low = torch.as_tensor(low, dtype=torch.float64)
         high = torch.as_tensor(high, dtype=torch.float64)
@@ -293,7 +317,8 @@ def rows(env_ids: torch.Tensor, cols: slice | torch.Tensor) -> tuple:
     return (env_ids, cols) if isinstance(cols, slice) else (env_ids[:, None], cols)
 
 
-def add_floor_and_light(spec: mujoco.MjSpec, rgba=(0.35, 0.38, 0.42, 1.0)) -> None:
+def add_floor_and_light(spec: mujoco.MjSpec,
+                        rgba: tuple[float, float, float, float] = (0.35, 0.38, 0.42, 1.0)) -> None:
     """A ground plane and a directional light, the shared base of every scene."""
     floor = spec.worldbody.add_geom()
     floor.name = "floor"

@@ -52,7 +52,7 @@ def write_mp4(path: str | Path, frames: Iterable[np.ndarray] | np.ndarray, fps: 
     h, w = first.shape[:2]
     height, width = h + h % 2, w + w % 2
 
-    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), float(fps),
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), float(fps),
                              (width, height))
     if not writer.isOpened():
         raise RuntimeError(f"OpenCV could not open an 'mp4v' video writer for {path} "

@@ -44,8 +44,11 @@ def frame_features(obs_dim: int, action_dim: int) -> dict[str, dict[str, Any]]:
 
 
 def make_policy(env: Any, policy: str, noise: float, seed: int) -> tuple[Policy, str]:
-    """``expert`` (scripted, with its noise), ``random`` (uniform), or a trained policy
-    (a run folder, checkpoint, or exported policy.pt/.onnx) with Gaussian action noise."""
+    """Action source of a collection run.
+
+    ``expert`` (scripted, with its noise), ``random`` (uniform), or a trained policy (a run folder,
+    checkpoint, or exported policy.pt/.onnx) with Gaussian action noise.
+    """
     gen = torch.Generator().manual_seed(seed)
     if policy == "expert":
         from sim.experts import expert_names, make_expert

@@ -171,8 +171,11 @@ def labelled_table(table: pa.Table, labels: dict[str, np.ndarray]) -> pa.Table:
 
 
 def resolve_reward(cfg: DictConfig, ds: LeRobotDataset) -> DictConfig:
-    """``cfg`` with a learned PRM's checkpoint set: null takes the newest one trained for
-    the dataset's task (as ``embodied train reward=prm`` does)."""
+    """``cfg`` with a learned PRM's checkpoint set.
+
+    A null checkpoint takes the newest one trained for the dataset's task (as ``embodied train
+    reward=prm`` does).
+    """
     model = cfg.reward.get("model")
     if model is None or model.get("name") != "prm" or model.get("checkpoint") is not None:
         return cfg
@@ -201,14 +204,17 @@ def settings(cfg: DictConfig, source: Path) -> dict[str, Any]:
 
 
 def default_out(cfg: DictConfig, source: Path) -> Path:
+    """``<source>_<name>`` beside ``source``; ``name``: the reward model's (default ``reward``)."""
     name = (cfg.reward.get("model") or {}).get("name", "reward") if cfg.reward.get("model") \
         else "reward"
     return source.parent / f"{source.name}_{name}"
 
 
 def label_dataset(cfg: DictConfig) -> dict[str, Any]:
-    """Label ``cfg.dataset`` into ``cfg.out`` (configs/commands/label.yaml); resumes an
-    unfinished run. Returns (and prints) the summary."""
+    """Label ``cfg.dataset`` into ``cfg.out`` (configs/commands/label.yaml).
+
+    Resumes an unfinished run. Returns (and prints) the summary.
+    """
     if not cfg.get("dataset"):
         raise DatasetError("no dataset given: pass dataset=PATH (a LeRobot dataset folder)")
     source = Path(str(cfg.dataset)).expanduser()

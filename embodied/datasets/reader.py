@@ -110,6 +110,7 @@ class LeRobotDataset:
 
     @property
     def num_episodes(self) -> int:
+        """Number of episodes in ``meta/episodes``."""
         return len(self.episodes)
 
     def stats(self) -> dict[str, st.Stats]:

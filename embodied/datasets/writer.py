@@ -98,8 +98,10 @@ class DatasetWriter:
     def add_episode(self, data: Mapping[str, np.ndarray], task: str,
                     videos: Mapping[str, np.ndarray] | None = None,
                     extra: Mapping[str, Any] | None = None) -> int:
-        """Append one episode: ``data[key]`` [T, ...] per feature, ``videos[camera]``
-        uint8 [T, H, W, 3]; ``extra`` goes into the episode's metadata row. Returns its index.
+        """Append one episode and return its index.
+
+        ``data[key]`` [T, ...] per feature, ``videos[camera]`` uint8 [T, H, W, 3]; ``extra`` goes
+        into the episode's metadata row.
         """
         missing = sorted(set(self.features) - set(data))
         unknown = sorted(set(data) - set(self.features))

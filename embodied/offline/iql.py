@@ -74,6 +74,7 @@ class TwinQ(nn.Module):
         self.q2 = mlp(obs_dim + action_dim, hidden, 1, activation)
 
     def forward(self, obs: torch.Tensor, actions: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """``(Q1, Q2)``, each [B], of ``actions`` [B, action_dim] at ``obs`` [B, obs_dim]."""
         x = torch.cat([obs, actions], -1)
         return self.q1(x).squeeze(-1), self.q2(x).squeeze(-1)
 

@@ -57,8 +57,9 @@ def with_dataset_task(cfg: DictConfig, ds: LeRobotDataset) -> DictConfig:
 
 @register_learner("iql", "bc")
 class OfflineRunner:
-    """Gradient steps on minibatches of a :class:`Transitions`; periodic evaluation and
-    checkpoints; exact resume (networks, optimisers, step, RNG states).
+    """Gradient steps on minibatches of a :class:`Transitions`.
+
+    Periodic evaluation and checkpoints; exact resume (networks, optimisers, step, RNG states).
 
     The budget is ``steps`` gradient steps; a metrics row every ``log_interval``,
     an evaluation on ``eval_env`` (if given) every ``eval_interval`` and a

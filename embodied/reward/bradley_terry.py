@@ -84,6 +84,11 @@ class BTRewardNet(nn.Module):
         return (x - 0.5) / 0.25
 
     def forward(self, frames: torch.Tensor, shift: int = 0) -> torch.Tensor:
+        """Rewards [B] of ``frames`` uint8 [B, V, H, W, 3].
+
+        ``shift`` > 0 translates each view by up to that many pixels (augmentation). Raises
+        ``ValueError`` when V is not the network's number of views.
+        """
         b, v = frames.shape[:2]
         if v != self.num_views:
             raise ValueError(f"the reward network takes {self.num_views} views, got {v}")

@@ -30,9 +30,12 @@ from embodied.reward.base import Frames, RewardModel, RewardOutput, check_frames
 
 
 class EpisodeHistory:
-    """The frames of one running episode: the first, the last ``recent`` ones, and up to
-    ``2 * keep`` frames spread over the whole episode (every other one is dropped when
-    there are more, always keeping the first and the newest). ``memo``: model state."""
+    """The frames of one running episode, thinned so a long episode stays bounded.
+
+    It keeps the first frame, the last ``recent`` ones, and up to ``2 * keep`` frames
+    spread over the whole episode (every other one is dropped when there are more,
+    always keeping the first and the newest). ``memo``: model state.
+    """
 
     def __init__(self, keep: int = 32, recent: int = 1) -> None:
         self.keep = max(2, int(keep))
@@ -43,6 +46,7 @@ class EpisodeHistory:
         self.memo: dict[str, Any] = {}
 
     def add(self, frame: np.ndarray) -> None:
+        """Append the episode's next frame (uint8 [V, H, W, 3])."""
         if self.first is None:
             self.first = frame
         self.steps += 1
@@ -53,6 +57,7 @@ class EpisodeHistory:
 
     @property
     def last(self) -> np.ndarray:
+        """The newest frame."""
         return self.recent[-1]
 
 
@@ -95,8 +100,10 @@ class EpisodeRewardModel(RewardModel):
     def score(self, frames: Frames | None, instruction: str | Sequence[str], *,
               cameras: Sequence[str] | None = None, state: Mapping[str, Any] | None = None,
               env_ids: Sequence[int] | torch.Tensor | None = None) -> RewardOutput:
-        """``RewardModel.score`` of the newest frame of running episodes; ``env_ids``
-        names the env of each row (None: rows are envs 0..B-1)."""
+        """``RewardModel.score`` of the newest frame of running episodes.
+
+        ``env_ids`` names the env of each row (None: rows are envs 0..B-1).
+        """
         self._env_ids = None if env_ids is None else [int(i) for i in env_ids]
         try:
             return super().score(frames, instruction, cameras=cameras, state=state)
@@ -129,8 +136,10 @@ class EpisodeRewardModel(RewardModel):
 
     def score_episode(self, frames: Frames, instruction: str, *,
                       cameras: Sequence[str] | None = None) -> RewardOutput:
-        """Progress [T] (and success probability [T] or None) of every frame of one
-        episode: frames uint8 [T, V, H, W, 3] in time order."""
+        """Progress [T] (and success probability [T] or None) of every frame of one episode.
+
+        ``frames`` are uint8 [T, V, H, W, 3] in time order.
+        """
         frames = self._select_views(check_frames(frames), cameras)
         out = self._score_episode(frames.cpu().numpy(), instructions(instruction, 1)[0])
         if out.progress.shape != (frames.shape[0],):
@@ -152,8 +161,11 @@ class EpisodeRewardModel(RewardModel):
 def score_whole_episode(model: EpisodeRewardModel, views: np.ndarray, instruction: str,
                         cameras: Sequence[str] | None = None
                         ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Progress [T] and success probability [T] (or None) of one recorded episode's views
-    uint8 [T, V, H, W, 3], as numpy arrays: what a labeller writes."""
+    """Progress [T] and success probability [T] (or None) of one recorded episode.
+
+    ``views`` are uint8 [T, V, H, W, 3]; the results are numpy arrays, what a labeller
+    writes.
+    """
     out = model.score_episode(torch.from_numpy(np.ascontiguousarray(views)), instruction,
                               cameras=cameras)
     success = None if out.success_prob is None else out.success_prob.float().cpu().numpy()

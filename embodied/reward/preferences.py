@@ -39,6 +39,7 @@ State = Mapping[str, Any] | None
 
 
 class PreferenceLabeller(Protocol):
+    """Labels pairs of observations with which one shows more task progress."""
     def label(self, frames_a: torch.Tensor, frames_b: torch.Tensor, instructions: list[str],
               state_a: State = None, state_b: State = None) -> np.ndarray:
         """P(a preferred over b) float32 [N]: 1, 0, 0.5 (no preference) or NaN (no label)."""
@@ -58,6 +59,7 @@ class ScoreLabeller:
 
     def label(self, frames_a: torch.Tensor, frames_b: torch.Tensor, instructions: list[str],
               state_a: State = None, state_b: State = None) -> np.ndarray:
+        """P(a preferred over b) float32 [N]: 1, 0, or 0.5 within ``margin``."""
         a = self.model.score(frames_a, instructions, cameras=self.cameras, state=state_a)
         b = self.model.score(frames_b, instructions, cameras=self.cameras, state=state_b)
         diff = (a.progress - b.progress).float().cpu().numpy()
@@ -97,6 +99,7 @@ class VlmPreferenceLabeller:
 
     @property
     def num_unparsed(self) -> int:
+        """Answers so far that gave no label."""
         return self.counter.num_unparsed
 
     def _rows(self, frames_a: np.ndarray, frames_b: np.ndarray,
@@ -127,6 +130,11 @@ class VlmPreferenceLabeller:
 
     def label(self, frames_a: torch.Tensor, frames_b: torch.Tensor, instructions: list[str],
               state_a: State = None, state_b: State = None) -> np.ndarray:
+        """P(a preferred over b) float32 [N]: 1, 0, 0.5 or NaN (no label).
+
+        With ``both_orders`` the pair is also asked swapped; answers that disagree give 0.5 (no
+        preference), and NaN if either gave no label.
+        """
         a, b = check_frames(frames_a).cpu().numpy(), check_frames(frames_b).cpu().numpy()
         first = self._ask(a, b, instructions)
         if not self.both_orders:

@@ -69,6 +69,7 @@ class ProgressMLP(nn.Module):
         self.net = nn.Sequential(*layers, nn.Linear(d, 1))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """Progress [B] in [0, 1] of observations ``obs`` [B, obs_dim]."""
         return self.net(self.norm.normalize(obs)).squeeze(-1).sigmoid()
 
 
@@ -106,6 +107,7 @@ class Distiller:
 
     @torch.no_grad()
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        """The MLP's progress [B] in [0, 1] for ``obs`` [B, obs_dim] (no gradient)."""
         return self.mlp(obs.float())
 
 
@@ -212,6 +214,7 @@ class RewardEnv:
 
     # --------------------------------------------------------------- protocol
     def reset(self, seed: int | None = None) -> torch.Tensor:
+        """``env.reset``; also restarts the reward mode's per-episode state."""
         obs = self.env.reset(seed=seed)
         self._t = 0
         if self.episodic:
@@ -222,7 +225,8 @@ class RewardEnv:
         self._prev_obs = obs
         return obs
 
-    def step(self, actions: torch.Tensor):
+    def step(self, actions: torch.Tensor
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """``env.step`` with the reward replaced by the mode's (env reward in info)."""
         t = time.perf_counter()
         obs, reward, terminated, truncated, info = self.env.step(actions)
@@ -293,9 +297,12 @@ class RewardEnv:
                 ("state" if self.mixer.needs_progress else "none")}
 
     def potential_quality(self) -> dict[str, float | None]:
-        """Pearson correlation with the simulator's progress of the reward model's scores
-        and (distilled mode) of the MLP's predictions for the same states, before the
-        MLP was fitted on them; None where nothing was recorded."""
+        """Correlations of the scores with the simulator's progress.
+
+        Pearson correlation with the simulator's progress of the reward model's scores and
+        (distilled mode) of the MLP's predictions for the same states, before the MLP was fitted on
+        them; None where nothing was recorded.
+        """
         out: dict[str, float | None] = {}
         for key, pairs in self._pairs.items():
             if not pairs:
@@ -308,6 +315,7 @@ class RewardEnv:
         return out
 
     def close(self) -> None:
+        """Close the wrapped env."""
         self.env.close()
 
 

@@ -109,7 +109,7 @@ def evaluate_and_film(policy: Callable[[torch.Tensor], torch.Tensor], env: Any,
                       episodes=episodes, progress=progress)
     frames = result.pop("frames")
     result["video"] = None
-    if frames and result["render_error"] is None:
+    if frames and video_path is not None and result["render_error"] is None:
         try:
             result["video"] = str(write_mp4(Path(video_path), np.stack(frames), fps=int(fps)))
         except Exception as err:  # codec missing, disk full, ...
@@ -125,8 +125,11 @@ def evaluate_and_film(policy: Callable[[torch.Tensor], torch.Tensor], env: Any,
 def evaluate_and_track(policy: Callable[[torch.Tensor], torch.Tensor], env: Any,
                        video_path: str | Path | None, seed: int | None,
                        **film: Any) -> dict[str, Any]:
-    """:func:`evaluate_and_film` (``film``: its keyword arguments), and for a legged task
-    first the velocity tracking under a fixed forward command (``velocity_tracking``)."""
+    """Evaluate, film and, for a legged task, track a forward command.
+
+    :func:`evaluate_and_film` (``film``: its keyword arguments), and for a legged task first the
+    velocity tracking under a fixed forward command (``velocity_tracking``).
+    """
     tracking = tracking_summary(policy, env, seed=seed) if is_legged(env) else None
     result = evaluate_and_film(policy, env, video_path, **film)
     if tracking is not None:
@@ -135,8 +138,10 @@ def evaluate_and_track(policy: Callable[[torch.Tensor], torch.Tensor], env: Any,
 
 
 def print_video_and_walking(result: dict[str, Any], video_label: str = "video") -> None:
-    """The summary lines every evaluation prints after its success rate: the video (or why
-    it is missing) and, for legged tasks, the velocity-tracking result."""
+    """Print the summary lines every evaluation prints after its success rate.
+
+    The video (or why it is missing) and, for legged tasks, the velocity-tracking result.
+    """
     from embodied.locomotion_eval import format_tracking
 
     if result["video"]:

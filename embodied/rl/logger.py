@@ -48,10 +48,10 @@ class MetricsLogger:
     def log(self, row: dict[str, Any]) -> None:
         """Write one iteration's metrics (``row['env_steps']`` is the TensorBoard x axis)."""
         new = self._fields is None
-        if new:
-            self._fields = list(row)
+        fields = list(row) if self._fields is None else self._fields
+        self._fields = fields
         with self.path.open("a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=self._fields, extrasaction="ignore")
+            writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
             if new:
                 writer.writeheader()
             writer.writerow(row)
@@ -67,8 +67,10 @@ class MetricsLogger:
 
 
 class RewardTermStats:
-    """Per-episode sums of the env's weighted reward terms (``info["reward_terms"]``, name
-    -> [B]), over the last ``window`` finished episodes: the ``reward/<term>`` metrics.
+    """Per-episode sums of the env's weighted reward terms: the ``reward/<term>`` metrics.
+
+    Terms come from ``info["reward_terms"]`` (name -> [B]), summed over each episode and averaged
+    over the last ``window`` finished episodes.
 
     The window is not part of checkpoints: after a resume it refills from new episodes.
     """

@@ -19,6 +19,10 @@ class EmpiricalNormalization(nn.Module):
     ``normalize`` never updates (used e.g. for bootstrap values of final observations).
     """
 
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor
+
     def __init__(self, shape: int | tuple[int, ...], eps: float = 1e-2):
         super().__init__()
         shape = (shape,) if isinstance(shape, int) else tuple(shape)

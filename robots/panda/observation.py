@@ -20,9 +20,11 @@ def gripper_opening(finger_pos: torch.Tensor, lower: float, upper: float) -> tor
 def build_arm_observation(joint_pos: torch.Tensor, joint_vel: torch.Tensor,
                           default_pos: torch.Tensor, opening: torch.Tensor, ee_pos: torch.Tensor,
                           last_action: torch.Tensor) -> torch.Tensor:
-    """The noiseless arm terms [B, 2 nj + 1 + 3 + na], in the Panda tasks' order: joint
-    positions minus default, scaled joint velocities, gripper opening, tcp position (arm
-    base frame = world), last action."""
+    """The noiseless arm terms [B, 2 nj + 1 + 3 + na], in the Panda tasks' order.
+
+    Joint positions minus default, scaled joint velocities, gripper opening, tcp position (arm base
+    frame = world), last action.
+    """
     return torch.cat([joint_pos - default_pos, JOINT_VEL_OBS_SCALE * joint_vel, opening,
                       ee_pos, last_action], dim=1)
 
@@ -36,7 +38,10 @@ def build_reach_observation(joint_pos: torch.Tensor, joint_vel: torch.Tensor,
                             default_pos: torch.Tensor, opening: torch.Tensor,
                             ee_pos: torch.Tensor, last_action: torch.Tensor,
                             target: torch.Tensor) -> torch.Tensor:
-    """The noiseless 29-d panda_reach observation [B, 29] from plain tensors (the task's
-    term order); the ROS deployment node calls this with joint states and kinematics."""
+    """The noiseless 29-d panda_reach observation [B, 29] from plain tensors.
+
+    Terms are in the task's order; the ROS deployment node calls this with joint states and
+    kinematics.
+    """
     return torch.cat([build_arm_observation(joint_pos, joint_vel, default_pos, opening, ee_pos,
                                             last_action), target_rel(target, ee_pos)], dim=1)

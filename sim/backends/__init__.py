@@ -1,6 +1,8 @@
-"""Physics engines behind :class:`sim.env.TaskEnv` (see :mod:`sim.physics`), registered
-once each by name (``sim=<name>``) with a description and the ``"module:function"`` that
-builds an env on them, imported on first use so listing them loads no engine."""
+"""Physics engines behind :class:`sim.env.TaskEnv` (see :mod:`sim.physics`).
+
+Each is registered once by name (``sim=<name>``) with a description and the ``"module:function"``
+that builds an env on it, imported on first use so listing them loads no engine.
+"""
 
 from __future__ import annotations
 
@@ -9,32 +11,43 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.registry import Registry, resolve
+from sim.task import TaskConfig
 
 
 class BackendError(RuntimeError):
-    """A simulation backend cannot run what was asked; the message says why and what to do
-    (the commands print it without a traceback)."""
+    """A simulation backend cannot run what was asked.
+
+    The message says why and what to do (the commands print it without a traceback).
+    """
 
 
 class BackendUnavailable(BackendError):
-    """A simulation backend's engine or environment is not installed; the message names
-    the command that installs it."""
+    """A simulation backend's engine or environment is not installed.
+
+    The message names the command that installs it.
+    """
 
 
 class TaskNotSupported(BackendError, NotImplementedError):
-    """The backend does not map something the task's model needs (yet); the message names
-    it and the backend that runs the task."""
+    """The backend does not map something the task's model needs (yet).
+
+    The message names it and the backend that runs the task.
+    """
 
 
 @dataclass(frozen=True)
 class Backend:
-    """A registered backend: what it is, and ``make_env(task, num_envs, task_cfg=None,
-    **env_settings) -> BatchedEnv`` as a ``"module:function"`` path."""
+    """A registered backend: its description and the path of its env builder.
+
+    ``make_env(task, num_envs, task_cfg=None, **env_settings) -> BatchedEnv``, given as a
+    ``"module:function"`` path.
+    """
 
     description: str
     make_env: str
 
-    def build(self, task: str, num_envs: int, task_cfg: Mapping[str, Any] | None = None,
+    def build(self, task: str, num_envs: int,
+              task_cfg: Mapping[str, Any] | TaskConfig | None = None,
               **cfg: Any) -> Any:
         """An env of the registered ``task`` on this backend."""
         factory: Callable[..., Any] = resolve(self.make_env)

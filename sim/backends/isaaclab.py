@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import socket
 import subprocess
@@ -30,11 +31,13 @@ from typing import Any
 
 import torch
 
+from robots import RobotSpec
 from sim.actions import make_action_map
 from sim.backends import BackendUnavailable
 from sim.backends.isaaclab_physics import check_supported
 from sim.backends.isaaclab_wire import decode, encode
 from sim.env import EnvConfig, compile_task_model
+from sim.protocol import BatchedEnv
 from sim.task import ObsTerm, TaskConfig
 from sim.tasks import get_task, get_task_class
 
@@ -60,17 +63,20 @@ class IsaacLabWorkerError(RuntimeError):
 
 
 class _RemoteTask:
-    """The task as seen from this process: name, instruction, robot, observation layout,
-    and the privileged ``progress()``/``success()`` evaluated in the worker."""
+    """The task as seen from this process.
 
-    def __init__(self, env: IsaacLabEnv, name: str, instruction: str, robot,
+    Name, instruction, robot, observation layout, and the privileged ``progress()``/``success()``
+    evaluated in the worker.
+    """
+
+    def __init__(self, env: IsaacLabEnv, name: str, instruction: str, robot: RobotSpec,
                  layout: list[tuple[str, int, float]]):
         self._env, self.name, self.instruction, self.robot = env, name, instruction, robot
         self._layout = layout
 
     def observation_terms(self) -> list[ObsTerm]:
         n = self._env.num_envs
-        return [ObsTerm(name, (lambda size=size: torch.zeros(n, size)), noise)
+        return [ObsTerm(name, functools.partial(torch.zeros, n, size), noise)
                 for name, size, noise in self._layout]
 
     def progress(self) -> torch.Tensor:
@@ -81,8 +87,10 @@ class _RemoteTask:
 
 
 class IsaacLabEnv:
-    """A batch of one task's envs on Isaac Lab, in a worker process; implements
-    :class:`sim.protocol.BatchedEnv`. Tensors come back on the CPU."""
+    """A batch of one task's envs on Isaac Lab, in a worker process.
+
+    Implements :class:`sim.protocol.BatchedEnv`. Tensors come back on the CPU.
+    """
 
     def __init__(self, task: str, num_envs: int = 16, device: str | None = None,
                  venv: Path = VENV, log_path: Path | None = None,
@@ -110,7 +118,8 @@ class IsaacLabEnv:
         theirs.close()
         self._conn = Connection(ours.detach())
         self._closed = False
-        cfg = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v)
+        cfg = {k: (dataclasses.asdict(v)
+                   if dataclasses.is_dataclass(v) and not isinstance(v, type) else v)
                for k, v in cfg.items()}
         try:
             info = self.call("make", timeout=STARTUP_TIMEOUT_S, task_name=task,
@@ -171,23 +180,35 @@ class IsaacLabEnv:
 
     # ---------------------------------------------------------- BatchedEnv
     def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Observations [B, obs_dim] of freshly reset envs (``seed`` reseeds the worker)."""
         return self.call("reset", seed=seed)
 
     def observe(self, noise: bool = True) -> torch.Tensor:
+        """Current observations [B, obs_dim], with observation noise if ``noise``."""
         return self.call("observe", noise=noise)
 
-    def step(self, actions: torch.Tensor):
+    def step(self, actions: torch.Tensor
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """``(obs, reward, terminated, truncated, info)``, as in the BatchedEnv protocol."""
         actions = torch.as_tensor(actions).detach().to("cpu", torch.float32)
         return tuple(self.call("step", actions=actions))
 
     def render(self, cameras: list[str] | None = None, env_ids: torch.Tensor | None = None,
                width: int | None = None, height: int | None = None) -> torch.Tensor:
+        """uint8 [len(env_ids), V, H, W, 3] images of ``cameras``.
+
+        Defaults: every env and camera, the configured resolution.
+        """
         return self.call("render", cameras=list(cameras) if cameras else None,
                          env_ids=None if env_ids is None else torch.as_tensor(env_ids),
                          width=width, height=height)
 
     def request_final_frames(self, cameras: list[str] | None = None, width: int | None = None,
                              height: int | None = None, enabled: bool = True) -> None:
+        """Make ``step`` also render finished episodes' last frames.
+
+        Disabled again with ``enabled=False``.
+        """
         self.call("request_final_frames", cameras=list(cameras) if cameras else None,
                   width=width, height=height, enabled=enabled)
 
@@ -224,16 +245,23 @@ class IsaacLabEnv:
 
 def make_isaaclab_env(task: str, num_envs: int = 16, **cfg: Any) -> IsaacLabEnv:
     """``sim=isaaclab``: ``task`` on Isaac Lab in a worker process (see :class:`IsaacLabEnv`).
-    ``cfg``: ``device`` (``cpu``/``cuda:0``; None: a GPU if the worker sees one),
-    ``task_cfg`` (term settings over the task's defaults) and :class:`sim.env.EnvConfig`
-    settings."""
+
+    ``cfg``: ``device`` (``cpu``/``cuda:0``; None: a GPU if the worker sees one), ``task_cfg`` (term
+    settings over the task's defaults) and :class:`sim.env.EnvConfig` settings.
+    """
     return IsaacLabEnv(task, num_envs, **cfg)
 
 
-def _random_steps_per_s(env, steps: int | None, seconds: float | None,
+def _random_steps_per_s(env: BatchedEnv, steps: int | None, seconds: float | None,
                         gen: torch.Generator) -> float:
-    """Env steps/s of ``env`` under uniform random actions: ``steps`` timed steps, or as many
-    as fit in ``seconds`` (at least two), after one untimed step (lazy initialisation)."""
+    """Env steps/s of ``env`` under uniform random actions.
+
+    ``steps`` timed steps, or as many as fit in ``seconds`` (at least two), after one untimed step
+    (lazy initialisation).
+    """
+    if steps is None and seconds is None:
+        raise ValueError("give steps or seconds")
+
     def act() -> torch.Tensor:
         return 2 * torch.rand(env.num_envs, env.action_dim, generator=gen) - 1
 
@@ -244,19 +272,23 @@ def _random_steps_per_s(env, steps: int | None, seconds: float | None,
         done += 1
         elapsed = time.perf_counter() - t0
         if (steps is not None and done >= steps) or \
-                (steps is None and done >= 2 and elapsed >= seconds):
+                (steps is None and seconds is not None and done >= 2
+                 and elapsed >= seconds):
             return env.num_envs * done / elapsed
 
 
 def isaaclab_throughput(task: str, num_envs: int, steps: int | None = None,
                         seconds: float | None = None, seed: int = 0,
                         reference: bool = True) -> dict[str, Any]:
-    """Env steps/s of ``task`` on Isaac Lab with random actions, start-up times and, if
-    ``reference``, C MuJoCo (the default backend) on the same task and envs in the same call.
+    """Env steps/s of ``task`` on Isaac Lab with random actions, and start-up times.
+
+    With ``reference``, also C MuJoCo (the default backend) on the same task and envs in the same
+    call.
 
     Times ``steps`` env steps, or as many as fit in ``seconds``. ``startup_s``: from the
     call to a ready env (worker start, USD conversion or cache, Warp kernel compile or
-    cache, scene build); ``engine_startup_s``: the Isaac Lab part of it."""
+    cache, scene build); ``engine_startup_s``: the Isaac Lab part of it.
+    """
     if (steps is None) == (seconds is None) or (steps is not None and steps < 1):
         raise ValueError("isaaclab_throughput needs steps >= 1 or seconds, not both")
     env = make_isaaclab_env(task, num_envs, seed=seed)

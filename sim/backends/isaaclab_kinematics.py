@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from sim.math import quat_rotate, quat_to_matrix
@@ -38,7 +39,7 @@ class Kinematics:
         self.model = model
         dev = torch.device(device)
 
-        def t(a) -> torch.Tensor:
+        def t(a: npt.ArrayLike) -> torch.Tensor:
             return torch.as_tensor(np.asarray(a, dtype=np.float64), device=dev)
 
         self.body_pos, self.body_quat = t(model.body_pos), t(model.body_quat)
@@ -65,10 +66,12 @@ class Kinematics:
     def forward(self, qpos: torch.Tensor, mocap_pos: torch.Tensor,
                 mocap_quat: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """``(xpos [B, nbody, 3], xquat [B, nbody, 4], site_xpos [B, nsite, 3], site_xmat
-        [B, nsite, 9])`` of joint positions ``qpos`` [B, nq] and mocap positions [B, nmocap,
-        3] (mocap orientations: the model's, unless given). Also keeps the joint axes and
-        anchors for :meth:`site_jacobian`."""
+        """Forward kinematics of ``qpos`` [B, nq] and mocap positions [B, nmocap, 3].
+
+        Returns ``(xpos [B, nbody, 3], xquat [B, nbody, 4], site_xpos [B, nsite, 3], site_xmat [B,
+        nsite, 9])``; mocap orientations are the model's unless given. Also keeps the joint axes and
+        anchors for :meth:`site_jacobian`.
+        """
         m, n = self.model, qpos.shape[0]
         dtype, dev = qpos.dtype, qpos.device
         xpos = torch.zeros(n, m.nbody, 3, dtype=dtype, device=dev)
@@ -121,9 +124,12 @@ class Kinematics:
         return xpos, xquat, site_xpos, site_xmat.reshape(n, m.nsite, 9)
 
     def jacobian(self, point: torch.Tensor, body: int) -> torch.Tensor:
-        """Translational Jacobian [B, 3, nv] of world points ``point`` [B, 3] fixed to
-        ``body``, at the state of the last :meth:`forward`."""
-        if self._xaxis is None:
+        """Translational Jacobian [B, 3, nv] of world points ``point`` [B, 3] fixed to ``body``.
+
+        Evaluated at the state of the last :meth:`forward`.
+        """
+        xaxis, xanchor, xmat = self._xaxis, self._xanchor, self._xmat
+        if xaxis is None or xanchor is None or xmat is None:
             raise RuntimeError("Kinematics.jacobian needs a forward() first")
         m, n = self.model, point.shape[0]
         jac = torch.zeros(n, 3, m.nv, dtype=point.dtype, device=point.device)
@@ -131,13 +137,13 @@ class Kinematics:
             j = int(m.dof_jntid[d])
             kind, k = int(m.jnt_type[j]), d - int(m.jnt_dofadr[j])
             if kind == _SLIDE:
-                jac[:, :, d] = self._xaxis[:, j]
+                jac[:, :, d] = xaxis[:, j]
             elif kind == _HINGE:
-                jac[:, :, d] = torch.linalg.cross(self._xaxis[:, j], point - self._xanchor[:, j])
+                jac[:, :, d] = torch.linalg.cross(xaxis[:, j], point - xanchor[:, j])
             elif kind == _FREE and k < 3:
                 jac[:, k, d] = 1.0
             else:  # rotational dofs of free and ball joints: about the body's own axes
                 jb = int(m.jnt_bodyid[j])
-                axis = self._xmat[:, jb, :, k - 3 if kind == _FREE else k]
-                jac[:, :, d] = torch.linalg.cross(axis, point - self._xanchor[:, j])
+                axis = xmat[:, jb, :, k - 3 if kind == _FREE else k]
+                jac[:, :, d] = torch.linalg.cross(axis, point - xanchor[:, j])
         return jac

@@ -30,6 +30,7 @@ and its touch sensors), ball joints, per-env parameter randomisation.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import mujoco
 import torch
@@ -37,6 +38,7 @@ import torch
 from sim.backends import TaskNotSupported
 from sim.backends.isaaclab_kinematics import Kinematics
 from sim.backends.model_lookup import ModelLookup
+from sim.env import EnvConfig
 from sim.math import quat_rotate, quat_rotate_inverse
 from sim.task import Task
 
@@ -100,6 +102,10 @@ class IsaacLabState(ModelLookup):
         self.site_xmat.copy_(site_xmat)
 
     def site_jacobian(self, site: int) -> torch.Tensor:
+        """Translational Jacobian [B, 3, nv] of a site's origin.
+
+        Evaluated at the last kinematics update.
+        """
         return self.kinematics.jacobian(self.site_xpos[:, site],
                                         int(self.model.site_bodyid[site]))
 
@@ -233,6 +239,7 @@ class IsaacLabPhysics:
         return int(self.model.jnt_qposadr[j]), int(self.model.jnt_dofadr[j])
 
     def reset(self, ids: torch.Tensor) -> None:
+        """Put envs ``ids`` in the model's default state (no kinematics update)."""
         s = self.state
         s.qpos[ids] = self._qpos0
         s.qvel[ids] = 0.0
@@ -241,6 +248,7 @@ class IsaacLabPhysics:
         s.time[ids] = 0.0
 
     def forward(self, ids: torch.Tensor) -> None:
+        """Write the qpos and qvel of ``ids`` into Isaac Lab, then update kinematics."""
         s = self.state
         pos = (s.qpos[ids][:, self._qpos_cols] - self._qpos0[self._qpos_cols]).float()
         vel = s.qvel[ids][:, self._dof_cols].float()
@@ -258,6 +266,10 @@ class IsaacLabPhysics:
         s.update_kinematics()
 
     def step(self, nstep: int) -> None:
+        """Advance every env ``nstep`` physics steps.
+
+        The joints track the position targets in ``ctrl``, clamped to the control ranges.
+        """
         s = self.state
         target = s.ctrl[:, self._act_ids].clamp(self._lo, self._hi)
         self._target[:, self._act_joints] = target.float()
@@ -271,12 +283,14 @@ class IsaacLabPhysics:
         s.time += s.physics_dt * nstep
         s.update_kinematics()
 
-    def scale_parameters(self, ids, friction, mass, actuator_gain, actuated) -> None:
+    def scale_parameters(self, ids: torch.Tensor, friction: torch.Tensor, mass: torch.Tensor,
+                         actuator_gain: torch.Tensor, actuated: slice) -> None:
         """Not mapped (``supports_parameter_randomization`` is False: the env never calls it)."""
         raise TaskNotSupported("per-env friction/mass/PD-gain randomisation is not mapped to "
                                "Isaac Lab yet; action latency is randomised")
 
     def mjdata(self, ids: list[int]) -> list[mujoco.MjData]:
+        """C MuJoCo copies of envs ``ids`` (for rendering)."""
         datas = []
         for i in ids:
             data = mujoco.MjData(self.model)
@@ -288,13 +302,16 @@ class IsaacLabPhysics:
         return datas
 
     def close(self) -> None:
+        """Release the Isaac Lab simulation context."""
         self.sim.clear_instance()
 
 
-def isaaclab_physics_factory(task: Task, device: str = "cpu"):
+def isaaclab_physics_factory(task: Task, device: str = "cpu"
+                             ) -> Callable[[mujoco.MjModel, int, int, EnvConfig], IsaacLabPhysics]:
     """A :data:`sim.env.PhysicsFactory` building :class:`IsaacLabPhysics` for ``task``."""
 
-    def build(model: mujoco.MjModel, num_envs: int, decimation: int, cfg) -> IsaacLabPhysics:
+    def build(model: mujoco.MjModel, num_envs: int, decimation: int,
+              cfg: EnvConfig) -> IsaacLabPhysics:
         return IsaacLabPhysics(task, model, num_envs, decimation, device)
 
     return build

@@ -31,8 +31,10 @@ CONVERSION_VERSION = 1  # bump when the adjustments below change (invalidates th
 
 
 def cache_dir() -> Path:
-    """Where converted scenes live: ``$EMBODIED_CACHE/isaaclab_usd`` (default cache:
-    ``~/.cache/embodied``)."""
+    """Where converted scenes live: ``$EMBODIED_CACHE/isaaclab_usd``.
+
+    The default cache is ``~/.cache/embodied``.
+    """
     root = os.environ.get("EMBODIED_CACHE") or Path.home() / ".cache" / "embodied"
     return Path(root) / "isaaclab_usd"
 
@@ -69,8 +71,10 @@ def _adjust(stage_path: Path, out_path: Path) -> None:
 
 
 def task_usd(task: Task, cache: Path | None = None) -> Path:
-    """Path of the USD of ``task``'s scene, converted on first use and cached by the
-    hash of its MJCF (no network: the floor and every shape are local)."""
+    """Path of the USD of ``task``'s scene, converted on first use.
+
+    Cached by the hash of its MJCF (no network: the floor and every shape are local).
+    """
     from mujoco_usd_converter import Converter
 
     xml = scene_mjcf(task)
@@ -80,8 +84,8 @@ def task_usd(task: Task, cache: Path | None = None) -> Path:
     if usd.exists():
         return usd
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp_name:
+        tmp = Path(tmp_name)
         (tmp / "scene.xml").write_text(xml)
         result = Converter(layer_structure=False, scene=False).convert(
             str(tmp / "scene.xml"), str(tmp / "converted"))

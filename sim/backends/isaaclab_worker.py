@@ -13,17 +13,22 @@ import contextlib
 import sys
 import traceback
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from sim.backends.isaaclab_wire import decode, encode
 
+if TYPE_CHECKING:  # the env modules are loaded by build_env, inside the worker
+    from sim.env import TaskEnv
+
 
 def build_env(task_name: str, num_envs: int, device: str | None, cfg: dict[str, Any],
-              task_cfg: dict[str, Any] | None = None):
-    """``TaskEnv`` of ``task_name`` (term settings ``task_cfg`` over its defaults) on
-    :class:`IsaacLabPhysics` with EnvConfig settings ``cfg``."""
+              task_cfg: dict[str, Any] | None = None) -> TaskEnv:
+    """``TaskEnv`` of ``task_name`` on :class:`IsaacLabPhysics`.
+
+    ``task_cfg``: term settings over the task's defaults; ``cfg``: EnvConfig settings.
+    """
     from sim.backends.isaaclab_physics import isaaclab_physics_factory
     from sim.env import EnvConfig, TaskEnv
     from sim.randomization import DomainRandomization
@@ -39,8 +44,16 @@ def build_env(task_name: str, num_envs: int, device: str | None, cfg: dict[str, 
                    physics=isaaclab_physics_factory(task, device), **cfg)
 
 
-def describe(env) -> dict[str, Any]:
-    """What the proxy mirrors: the BatchedEnv attributes and the observation layout."""
+def describe(env: TaskEnv) -> dict[str, Any]:
+    """What the proxy mirrors: the BatchedEnv attributes and the observation layout.
+
+    Raises:
+        TypeError: ``env`` does not run on :class:`IsaacLabPhysics`.
+    """
+    from sim.backends.isaaclab_physics import IsaacLabPhysics
+
+    if not isinstance(env.physics, IsaacLabPhysics):
+        raise TypeError(f"the worker serves Isaac Lab envs, got {type(env.physics).__name__}")
     layout = [(t.name, int(t.fn().reshape(env.num_envs, -1).shape[1]), float(t.noise))
               for t in env.task.observation_terms()]
     return {"num_envs": env.num_envs, "control_dt": env.control_dt,
@@ -63,7 +76,7 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def handle(env, cmd: str, kwargs: dict[str, Any]) -> Any:
+def handle(env: TaskEnv, cmd: str, kwargs: dict[str, Any]) -> Any:
     """Run one request on the env."""
     if cmd == "step":
         obs, reward, terminated, truncated, info = env.step(kwargs["actions"].to(env.device))
@@ -105,7 +118,7 @@ def serve(conn: Connection) -> int:
             conn.send_bytes(encode(("ok", None)))
             break
         try:
-            reply = ("ok", handle(env, cmd, kwargs))
+            reply: tuple[Any, ...] = ("ok", handle(env, cmd, kwargs))
         except Exception as exc:
             reply = ("error", type(exc).__name__, str(exc), traceback.format_exc())
         conn.send_bytes(encode(reply))
@@ -113,6 +126,7 @@ def serve(conn: Connection) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Serve one env over the socket ``--fd`` until told to close; the exit code."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--fd", type=int, required=True, help="connected socket to serve")
     args = parser.parse_args(argv)

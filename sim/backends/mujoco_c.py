@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 import warnings
+from typing import Protocol
 
 import mujoco
 import numpy as np
 import torch
 
 from sim.backends.model_lookup import ModelLookup
+from sim.backends.state_fields import StateTensors
 
 
 def _view(array: np.ndarray) -> torch.Tensor:
@@ -22,7 +24,7 @@ def _view(array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(array)
 
 
-class MujocoState(ModelLookup):
+class MujocoState(ModelLookup, StateTensors):
     """:class:`sim.protocol.SimState` over a persistent ``mujoco.batch.Batch``."""
 
     def __init__(self, model: mujoco.MjModel, batch: mujoco.batch.Batch, decimation: int):
@@ -36,6 +38,7 @@ class MujocoState(ModelLookup):
             setattr(self, name, _view(batch.bind(name)))
 
     def site_jacobian(self, site: int) -> torch.Tensor:
+        """Translational Jacobian [B, 3, nv] of a site's origin (``Batch.jac``)."""
         body = int(self.model.site_bodyid[site])
         jacp, _ = self.batch.jac(body, self.site_xpos[:, site].numpy())
         return torch.from_numpy(jacp)
@@ -61,16 +64,23 @@ class MujocoPhysics:
         self._datas: dict[int, mujoco.MjData] = {}
 
     def reset(self, ids: torch.Tensor) -> None:
+        """Put envs ``ids`` in the model's default state (no derived quantities)."""
         self.batch.reset(ids.numpy(), stage=int(mujoco.mjtStage.mjSTAGE_NONE))
 
     def forward(self, ids: torch.Tensor) -> None:
+        """Recompute the derived quantities of envs ``ids``."""
         self.batch.forward(ids.numpy())
 
     def step(self, nstep: int) -> None:
+        """Advance every env ``nstep`` physics steps with ``ctrl`` held."""
         self.batch.step(nstep=nstep, stage=int(mujoco.mjtStage.mjSTAGE_VEL))
 
     def scale_parameters(self, ids: torch.Tensor, friction: torch.Tensor, mass: torch.Tensor,
                          actuator_gain: torch.Tensor, actuated: slice) -> None:
+        """Scale per-env friction, mass and PD gains of ``ids``.
+
+        Each is the model's value times the factors [len(ids)].
+        """
         if self._scaled is None:  # per-env copies only once randomisation is used
             self._scaled = {name: _view(self.batch.expand(name)) for name in
                             ("geom_friction", "body_mass", "actuator_gainprm",
@@ -87,15 +97,27 @@ class MujocoPhysics:
         self.batch.set_const(ids.numpy())
 
     def mjdata(self, ids: list[int]) -> list[mujoco.MjData]:
+        """``MjData`` of envs ``ids`` (copies, reused between calls)."""
         for i in ids:
             if i not in self._datas:
                 self._datas[i] = mujoco.MjData(self.model)
         return [self.batch.get_data(i, self._datas[i]) for i in ids]
 
     def close(self) -> None:
+        """Drop the cached ``MjData`` copies."""
         self._datas.clear()
 
 
-def mujoco_physics(model: mujoco.MjModel, num_envs: int, decimation: int, cfg) -> MujocoPhysics:
+class ThreadSettings(Protocol):
+    """The env settings this engine reads (:class:`sim.env.EnvConfig` has them)."""
+
+    @property
+    def nthread(self) -> int | None:
+        """Worker threads of the batch (None: all cores)."""
+        ...
+
+
+def mujoco_physics(model: mujoco.MjModel, num_envs: int, decimation: int,
+                   cfg: ThreadSettings) -> MujocoPhysics:
     """The :data:`sim.env.PhysicsFactory` of the C MuJoCo engine (``cfg.nthread`` threads)."""
     return MujocoPhysics(model, num_envs, decimation, cfg.nthread)

@@ -20,6 +20,7 @@ requested envs (:meth:`MujocoWarpPhysics.mjdata`); ``EnvConfig.renderer`` choose
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 import mujoco
@@ -28,6 +29,7 @@ import torch
 
 from sim.backends import BackendUnavailable
 from sim.backends.model_lookup import ModelLookup
+from sim.backends.state_fields import StateTensors
 from sim.env import EnvConfig, TaskEnv
 from sim.task import TaskConfig
 from sim.tasks import get_task
@@ -40,13 +42,12 @@ WRITABLE = ("qpos", "qvel", "ctrl", "mocap_pos", "mocap_quat")
 _RANDOMIZED = ("geom_friction", "body_mass", "actuator_gainprm", "actuator_biasprm")
 
 
-def _import_warp():
+def _import_warp() -> tuple[ModuleType, ModuleType]:
     try:
         import mujoco_warp as mjw
         import warp as wp
     except ImportError as e:
         raise BackendUnavailable(f"{INSTALL_HINT} ({e})") from e
-    wp.config.quiet = True
     wp.config.log_level = wp.LOG_WARNING  # no line per compiled or loaded kernel module
     wp.init()  # once per process; later calls return at once
     return wp, mjw
@@ -57,10 +58,12 @@ def default_device() -> str:
     return "cuda:0" if torch.cuda.is_available() else "cpu"
 
 
-class WarpState(ModelLookup):
+class WarpState(ModelLookup, StateTensors):
     """:class:`sim.protocol.SimState` over ``mujoco_warp`` Model/Data arrays (float32)."""
 
-    def __init__(self, model: mujoco.MjModel, wm, wd, decimation: int, device: str):
+    mocap_quat: torch.Tensor  # [B, nmocap, 4]; the other fields: StateTensors
+
+    def __init__(self, model: mujoco.MjModel, wm: Any, wd: Any, decimation: int, device: str):
         wp, mjw = _import_warp()
         self._wp, self._mjw, self._wm, self._wd = wp, mjw, wm, wd
         self.model = model
@@ -133,12 +136,14 @@ class MujocoWarpPhysics:
         self._contexts: dict[tuple[int, int], tuple] = {}  # (width, height) -> ray tracer
 
     def reset(self, ids: torch.Tensor) -> None:
+        """Put envs ``ids`` in the model's default state (no derived quantities)."""
         self._mask.zero_()
         self._mask[ids] = True
         self._mjw.reset_data(self.wm, self.wd, reset=self._wp.from_torch(self._mask))
         self.state.pull()
 
     def forward(self, ids: torch.Tensor) -> None:
+        """Recompute the derived quantities of every env (``ids`` only for the protocol)."""
         # Every world: Warp launches cover all worlds; a forward pass at an unchanged state
         # leaves the others' trajectories as they were.
         self.state.push()
@@ -146,6 +151,7 @@ class MujocoWarpPhysics:
         self.state.pull()
 
     def step(self, nstep: int) -> None:
+        """Advance every env ``nstep`` physics steps with ``ctrl`` held."""
         mjw, s = self._mjw, self.state
         s.push()
         sensors = s.engine["sensordata"]
@@ -164,19 +170,24 @@ class MujocoWarpPhysics:
 
     def scale_parameters(self, ids: torch.Tensor, friction: torch.Tensor, mass: torch.Tensor,
                          actuator_gain: torch.Tensor, actuated: slice) -> None:
+        """Scale per-env friction, mass and PD gains of ``ids``.
+
+        Each is the model's value times the factors [len(ids)]. Raises ``RuntimeError`` when the
+        model was built with ``randomize=False``.
+        """
         if self._params is None:
             raise RuntimeError("this MuJoCo Warp model was built without per-env parameters "
                                "(randomize=False)")
         m, p, dev = self.model, self._params, self.device
 
-        def base(name: str, index=...) -> torch.Tensor:
+        def base(name: str, index: Any = ...) -> torch.Tensor:
             return torch.as_tensor(getattr(m, name)[index], dtype=torch.float32, device=dev)
 
         ids = ids.to(dev)
-        f32 = {"dtype": torch.float32, "device": dev}
-        p["geom_friction"][ids] = base("geom_friction") * friction.to(**f32)[:, None, None]
-        p["body_mass"][ids] = base("body_mass") * mass.to(**f32)[:, None]
-        gain = actuator_gain.to(**f32)[:, None]
+        p["geom_friction"][ids] = (base("geom_friction")
+                                   * friction.to(dev, torch.float32)[:, None, None])
+        p["body_mass"][ids] = base("body_mass") * mass.to(dev, torch.float32)[:, None]
+        gain = actuator_gain.to(dev, torch.float32)[:, None]
         p["actuator_gainprm"][ids, actuated, 0] = base("actuator_gainprm", (actuated, 0)) * gain
         for k in (1, 2):  # position actuator: bias = -kp * q - kd * qdot
             p["actuator_biasprm"][ids, actuated, k] = base("actuator_biasprm",
@@ -219,14 +230,17 @@ class MujocoWarpPhysics:
         return (torch.stack(views, 1).clamp(0.0, 1.0) * 255.0).round().to(torch.uint8)
 
     def close(self) -> None:
+        """Drop the cached ``MjData`` copies and ray tracers."""
         self._datas.clear()
         self._contexts.clear()
 
 
 def mujoco_warp_physics(model: mujoco.MjModel, num_envs: int, decimation: int,
-                        cfg) -> MujocoWarpPhysics:
-    """The :data:`sim.env.PhysicsFactory` of MuJoCo Warp (``cfg.device``; default: a GPU
-    if torch sees one, else Warp's CPU device)."""
+                        cfg: EnvConfig) -> MujocoWarpPhysics:
+    """The :data:`sim.env.PhysicsFactory` of MuJoCo Warp.
+
+    Device: ``cfg.device``; by default a GPU if torch sees one, else Warp's CPU device.
+    """
     return MujocoWarpPhysics(model, num_envs, decimation, device=cfg.device,
                              randomize=cfg.randomization.enabled)
 
@@ -234,7 +248,9 @@ def mujoco_warp_physics(model: mujoco.MjModel, num_envs: int, decimation: int,
 def make_mujoco_warp_env(task: str, num_envs: int = 16,
                          task_cfg: Mapping[str, Any] | TaskConfig | None = None,
                          **cfg: Any) -> TaskEnv:
-    """``sim=mujoco_warp``: the registered ``task`` (with ``task_cfg`` term settings) on
-    MuJoCo Warp; ``cfg``: :class:`sim.env.EnvConfig` settings."""
+    """``sim=mujoco_warp``: the registered ``task`` on MuJoCo Warp.
+
+    ``task_cfg``: term settings; ``cfg``: :class:`sim.env.EnvConfig` settings.
+    """
     return TaskEnv(get_task(task).make_task(task_cfg), EnvConfig(num_envs=num_envs),
                    physics=mujoco_warp_physics, **cfg)

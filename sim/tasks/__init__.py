@@ -1,5 +1,7 @@
-"""The tasks, one folder each (terms, config, expert, registration); importing this
-package registers them all (see :mod:`sim.tasks.registry`)."""
+"""The tasks, one folder each (terms, config, expert, registration).
+
+Importing this package registers them all (see :mod:`sim.tasks.registry`).
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""The task registry: each task folder registers its task class, scripted expert and
-gymnasium id once, under the task's name (its default config is the class's
-``config_class``)."""
+"""The task registry: each task folder registers its task once, under its name.
+
+It registers its task class, scripted expert and gymnasium id; the default config is the class's
+``config_class``.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""PRM checkpoints: one ``torch.save`` file with the weights, the architecture config,
-the task's instruction and camera order, the data it was trained on and its metrics."""
+"""PRM checkpoints: one ``torch.save`` file per trained model.
+
+It holds the weights, the architecture config, the task's instruction and camera order, the data it
+was trained on and its metrics.
+"""
 
 from __future__ import annotations
 

@@ -74,14 +74,17 @@ class FrameDataset:
 
     @property
     def episodes(self) -> list[dict[str, Any]]:
+        """Per-episode metadata rows, in episode order."""
         return self.meta["episodes"]
 
     @property
     def instruction(self) -> str:
+        """The task's language instruction."""
         return self.meta["instruction"]
 
     @property
     def cameras(self) -> list[str]:
+        """Camera names, in view order."""
         return list(self.meta["cameras"])
 
     def rows(self, split: str | None = None, kinds: tuple[str, ...] | None = None) -> np.ndarray:

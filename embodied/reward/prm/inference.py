@@ -1,5 +1,6 @@
-"""The PRM's scoring path for inference: the same numbers as ``MultiViewPRM.predict``,
-several times faster on the CPU.
+"""The PRM's scoring path for inference.
+
+The same numbers as ``MultiViewPRM.predict``, several times faster on the CPU.
 
 Where the time went in ``predict`` for 256 observations x 3 views at 96x96 (one
 core's worth of work): converting the uint8 frames to float *before* resizing them

@@ -62,6 +62,7 @@ class ConvEncoder(nn.Module):
         self.fc = nn.Linear(channels[-1] * size * size, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Features [N, dim] of images ``x`` [N, 3, S, S] in [0, 1]."""
         return self.fc(self.conv(x - 0.5).flatten(1))
 
 
@@ -86,12 +87,17 @@ class HFVisionEncoder(nn.Module):
         self.proj = nn.Linear(int(vision_cfg.hidden_size), dim)
 
     def train(self, mode: bool = True) -> HFVisionEncoder:
+        """Set the training mode; a frozen tower stays in eval mode."""
         super().train(mode)
         if self.freeze:
             self.tower.eval()
         return self
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Features [N, dim] of images ``x`` [N, 3, H, W] in [0, 1].
+
+        Images are resized to the tower's input size.
+        """
         x = F.interpolate(x, size=(self.image_size, self.image_size), mode="bilinear",
                           align_corners=False, antialias=True)
         with torch.set_grad_enabled(torch.is_grad_enabled() and not self.freeze):
@@ -151,9 +157,11 @@ class MultiViewPRM(nn.Module):
 
     def fuse(self, feats: torch.Tensor, instructions: list[str],
              present: torch.Tensor | None = None) -> torch.Tensor:
-        """Per-view features [B, V, F] -> head outputs [B, bins + 1] (progress logits, then
-        the success logit): views tagged and averaged (only the ``present`` ones), joined
-        with the instruction embedding."""
+        """Per-view features [B, V, F] -> head outputs [B, bins + 1].
+
+        Outputs are the progress logits, then the success logit. Views are tagged and averaged (only
+        the ``present`` ones) and joined with the instruction embedding.
+        """
         feats = feats + self.view_embedding[:feats.shape[1]]
         if present is None:
             fused = feats.mean(1)

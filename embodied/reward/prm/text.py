@@ -50,6 +50,7 @@ class SentenceEmbedder:
 
     @torch.no_grad()
     def __call__(self, texts: Sequence[str]) -> torch.Tensor:
+        """Unit-norm embeddings [N, dim] of ``texts`` (no gradient)."""
         new = sorted({t for t in texts if t not in self._cache})
         if new:
             tok = self.tokenizer(new, padding=True, truncation=True, max_length=64,
@@ -93,6 +94,7 @@ class InstructionEncoder(nn.Module):
             self.bag = nn.EmbeddingBag(buckets, dim, mode="mean")
 
     def forward(self, texts: Sequence[str]) -> torch.Tensor:
+        """Features [N, dim] of ``texts``, on the module's device."""
         unique = sorted(set(texts))
         index = torch.tensor([unique.index(t) for t in texts])
         device = next(self.parameters()).device

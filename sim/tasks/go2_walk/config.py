@@ -1,5 +1,8 @@
-"""go2_walk's term settings: reward weights (per second, as in legged_gym / Isaac Lab;
-the task multiplies them by the control dt) and parameters, observation noise."""
+"""go2_walk's term settings: reward weights and parameters, observation noise.
+
+Reward weights are per second, as in legged_gym / Isaac Lab; the task multiplies them by the control
+dt.
+"""
 
 from __future__ import annotations
 

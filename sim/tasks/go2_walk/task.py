@@ -56,7 +56,8 @@ quality 0), so success needs about a second of good tracking.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import mujoco
 import torch
@@ -65,6 +66,7 @@ import sim.tasks.go2_walk.terms as terms
 from robots import RobotSpec
 from robots.go2.observation import advance_phase, base_lin_vel_b
 from sim.math import projected_gravity, yaw_quat
+from sim.protocol import SimState
 from sim.task import (
     RewardTerm,
     Task,
@@ -193,16 +195,19 @@ class Go2Walk(Task):
         self.thigh_bodies = tuple(thighs)
 
     def observation_bounds(self) -> TermBounds:
-        """Unit vectors and the clock ([-1, 1]), joint positions (soft limits), the last
-        action ([-1, 1]). Velocities are unbounded, and so is the command (``set_command``
-        takes any value)."""
+        """Unit vectors and the clock ([-1, 1]), joint positions (soft limits), the last action.
+
+        The last action lies in [-1, 1]. Velocities are unbounded, and so is the command
+        (``set_command`` takes any value).
+        """
         return {"projected_gravity": (-1.0, 1.0), "gait_phase": (-1.0, 1.0),
                 "joint_pos": self.relative_joint_bounds(), "last_action": (-1.0, 1.0)}
 
-    def setup(self, sim) -> None:
+    def setup(self, sim: SimState) -> None:
         """Indices of the base and sensors; per-env command, timer and contact buffers."""
         super().setup(sim)
-        n, f64 = sim.num_envs, dict(dtype=torch.float64, device=sim.device)
+        n = sim.num_envs
+        f64: dict[str, Any] = {"dtype": torch.float64, "device": sim.device}
         self.root_qpos = sim.joint_qpos_slice(self.root_joint)
         self.root_dof = sim.joint_dof_slice(self.root_joint)
         self.foot_touch = as_index([sim.sensor_slice(f"{f}_touch").start for f in self.feet],
@@ -347,7 +352,8 @@ class Go2Walk(Task):
         return self.fallen.clone()
 
     # -------------------------------------------------------------- commands
-    def set_command(self, env_ids: torch.Tensor, command, hold: bool = True) -> None:
+    def set_command(self, env_ids: torch.Tensor, command: Sequence[float] | torch.Tensor,
+                    hold: bool = True) -> None:
         """Command ``(vx, vy, yaw rate)`` (a 3-sequence or [n, 3]) to ``env_ids``.
 
         With ``hold`` the command is kept until the env resets (no resampling); pushes
@@ -403,7 +409,8 @@ class Go2Walk(Task):
         self.last_joint_vel[env_ids] = self.joint_vel[env_ids]
 
 
-def _add_site(body: mujoco.MjsBody, name: str, kind: mujoco.mjtGeom, size, pos) -> str:
+def _add_site(body: mujoco.MjsBody, name: str, kind: mujoco.mjtGeom, size: Sequence[float],
+              pos: Sequence[float]) -> str:
     site = body.add_site()
     site.name = name
     site.type = kind

@@ -15,6 +15,8 @@ class ReachExpert(ScriptedExpert):
     :class:`sim.tasks.panda_base.expert.ScriptedExpert`).
     """
 
+    task: PandaReach
+
     def __init__(self, task: PandaReach, noise: float = 0.0, gen: torch.Generator | None = None):
         super().__init__(task, noise, gen)
 

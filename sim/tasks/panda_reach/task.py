@@ -7,6 +7,7 @@ from typing import ClassVar
 import mujoco
 import torch
 
+from sim.protocol import SimState
 from sim.task import TermFunctions
 from sim.tasks.panda_base import ARM_OBSERVATIONS, PandaTask
 from sim.tasks.panda_base.cube import add_marker
@@ -32,10 +33,12 @@ class PandaReach(PandaTask):
         "distance": distance, "near": near, "action_rate": action_rate, "joint_vel": joint_vel_l2}
 
     def build_scene(self, spec: mujoco.MjSpec) -> None:
+        """The Panda scene plus a red target marker (a mocap body)."""
         super().build_scene(spec)
         add_marker(spec, "target", 0.025, (0.9, 0.1, 0.1, 1.0))
 
-    def setup(self, sim) -> None:
+    def setup(self, sim: SimState) -> None:
+        """Base setup plus per-env target [B, 3] and start distance [B]."""
         super().setup(sim)
         self.target = torch.zeros(sim.num_envs, 3, dtype=torch.float64, device=sim.device)
         self.start_dist = torch.ones(sim.num_envs, dtype=torch.float64, device=sim.device)
@@ -43,19 +46,27 @@ class PandaReach(PandaTask):
 
     @property
     def dist(self) -> torch.Tensor:
+        """tcp-to-target distance [B] (m)."""
         return (self.target - self.ee_pos).norm(dim=1)
 
     def success(self) -> torch.Tensor:
+        """bool [B]: the tcp is within ``SUCCESS_RADIUS`` of the target."""
         return self.dist < SUCCESS_RADIUS
 
     def progress(self) -> torch.Tensor:
+        """[B] in [0, 1]: share of the start distance covered (<= 0.99 before success)."""
         done = (self.start_dist - self.dist) / (self.start_dist - SUCCESS_RADIUS).clamp_min(1e-3)
         return torch.where(self.success(), 1.0, done.clamp(0.0, 0.99))
 
     def reset(self, env_ids: torch.Tensor, gen: torch.Generator) -> None:
+        """Default pose and a uniform random target for ``env_ids``.
+
+        The target is drawn in the box [TARGET_LOW, TARGET_HIGH].
+        """
         super().reset(env_ids, gen)
         self.target[env_ids] = self.rand(len(env_ids), TARGET_LOW, TARGET_HIGH, gen)
         self.sim.mocap_pos[env_ids, self.mocap] = self.target[env_ids]
 
     def after_reset(self, env_ids: torch.Tensor) -> None:
+        """Remember the start distance of ``env_ids`` (for :meth:`progress`)."""
         self.start_dist[env_ids] = self.dist[env_ids]
