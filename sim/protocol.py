@@ -30,11 +30,26 @@ class SimState(Protocol):
     site_xmat: torch.Tensor  # [B, nsite, 9]
     sensordata: torch.Tensor  # [B, nsensordata]
 
-    def body_id(self, name: str) -> int: ...
-    def site_id(self, name: str) -> int: ...
-    def sensor_slice(self, name: str) -> slice: ...
-    def joint_qpos_slice(self, name: str) -> slice: ...
-    def joint_dof_slice(self, name: str) -> slice: ...
+    def body_id(self, name: str) -> int:
+        """Index of body ``name`` into ``xpos`` / ``xquat``; raises ``KeyError`` if missing."""
+        ...
+
+    def site_id(self, name: str) -> int:
+        """Index of site ``name`` into ``site_xpos`` / ``site_xmat``; raises ``KeyError``."""
+        ...
+
+    def sensor_slice(self, name: str) -> slice:
+        """Columns of sensor ``name`` in ``sensordata``; raises ``KeyError`` if missing."""
+        ...
+
+    def joint_qpos_slice(self, name: str) -> slice:
+        """Columns of joint ``name`` in ``qpos``; raises ``KeyError`` if missing."""
+        ...
+
+    def joint_dof_slice(self, name: str) -> slice:
+        """Columns of joint ``name`` in ``qvel``; raises ``KeyError`` if missing."""
+        ...
+
     def site_jacobian(self, site: int) -> torch.Tensor:
         """Translational Jacobian [B, 3, nv] of a site's origin."""
         ...
@@ -72,13 +87,27 @@ class BatchedEnv(Protocol):
     instruction: str
     camera_names: tuple[str, ...]
 
-    def reset(self, seed: int | None = None) -> torch.Tensor: ...
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Reset every env (reseeding first if ``seed`` is given); returns obs [B, obs_dim]."""
+        ...
 
-    def observe(self, noise: bool = True) -> torch.Tensor: ...
+    def observe(self, noise: bool = True) -> torch.Tensor:
+        """The current observation [B, obs_dim], with observation noise if ``noise``."""
+        ...
 
     def step(
         self, actions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]: ...
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+        """Advance every env one control step with ``actions`` in [-1, 1].
+
+        Returns:
+            ``(obs [B, obs_dim], reward [B], terminated [B] bool, truncated [B] bool,
+            info)``, the info as described in the class docstring.
+
+        Raises:
+            ValueError: ``actions`` has a shape :func:`batch_actions` rejects.
+        """
+        ...
 
     def render(
         self,
@@ -86,9 +115,17 @@ class BatchedEnv(Protocol):
         env_ids: torch.Tensor | None = None,
         width: int | None = None,
         height: int | None = None,
-    ) -> torch.Tensor: ...
+    ) -> torch.Tensor:
+        """Camera frames uint8 [len(env_ids), V, H, W, 3], views in the order of ``cameras``.
 
-    def close(self) -> None: ...
+        Defaults: the env's ``camera_names``, every env, the first camera's resolution.
+        Raises ``KeyError`` for a camera the env does not have.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release the renderers (GL contexts) and the simulation engine."""
+        ...
 
 
 @runtime_checkable
@@ -99,9 +136,13 @@ class RngStateful(Protocol):
     resumed run draw the same resets as the uninterrupted one.
     """
 
-    def rng_state(self) -> torch.Tensor: ...
+    def rng_state(self) -> torch.Tensor:
+        """The state of the generator behind resets and randomisation (for checkpoints)."""
+        ...
 
-    def set_rng_state(self, state: torch.Tensor) -> None: ...
+    def set_rng_state(self, state: torch.Tensor) -> None:
+        """Restore a state returned by :meth:`rng_state`."""
+        ...
 
 
 def batch_actions(actions: Any, num_envs: int, action_dim: int,

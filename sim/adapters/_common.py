@@ -17,14 +17,20 @@ def to_numpy(x: torch.Tensor) -> np.ndarray:
 
 
 def as_actions(env: BatchedEnv, actions: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """Actions [B, action_dim] as a tensor on the env's device; any other shape (but
-    [action_dim] for a batch of one) raises ``ValueError`` (:func:`batch_actions`)."""
+    """Actions [B, action_dim] as a tensor on the env's device.
+
+    A flat [action_dim] is accepted for a batch of one; any other shape raises
+    ``ValueError`` (:func:`sim.protocol.batch_actions`).
+    """
     return batch_actions(actions, env.num_envs, env.action_dim, env.device)
 
 
 def single_spaces(env: BatchedEnv) -> tuple[spaces.Box, spaces.Box]:
-    """The observation space (float32, the env's ``obs_bounds``, else unbounded) and the
-    action space ([-1, 1]) of one env."""
+    """The observation and action spaces of one env.
+
+    The observation space is float32 [obs_dim] within the env's ``obs_bounds`` (unbounded
+    without them); the action space is float32 [action_dim] in [-1, 1].
+    """
     bounds = getattr(env, "obs_bounds", None)
     if bounds is None:
         obs = spaces.Box(-np.inf, np.inf, shape=(env.obs_dim,), dtype=np.float32)
@@ -52,7 +58,6 @@ def render_tiled(env: BatchedEnv, env_ids: Sequence[int], cameras: Sequence[str]
     """uint8 frames [len(env_ids), H, V * W, 3]: each env's camera views side by side."""
     from sim.render import tile_views  # imports (and selects) the GL backend: only when used
 
-    frames = env.render(list(cameras) if cameras else None,
-                        torch.as_tensor(list(env_ids), dtype=torch.long), width, height)
-    frames = to_numpy(frames)
+    frames = to_numpy(env.render(list(cameras) if cameras else None,
+                                 torch.as_tensor(list(env_ids), dtype=torch.long), width, height))
     return np.stack([tile_views(f) for f in frames])

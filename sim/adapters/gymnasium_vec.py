@@ -19,7 +19,7 @@ Both are registered as gymnasium ids by :mod:`sim.adapters`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -74,7 +74,9 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
     ``[H, V * W, 3]``, each env's camera views side by side.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {
+    # gymnasium declares ``metadata`` an instance attribute (``__init__`` adds the env's
+    # fps), so it cannot be a ClassVar; this is the default ``gymnasium.make`` reads.
+    metadata: dict[str, Any] = {  # noqa: RUF012
         "render_modes": list(RENDER_MODES),
         "autoreset_mode": AutoresetMode.SAME_STEP,
     }
@@ -107,9 +109,9 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         """Step every env with ``actions`` ``[B, action_dim]`` in [-1, 1]; finished envs reset."""
         obs, reward, terminated, truncated, info = self.batched.step(
             as_actions(self.batched, actions))
-        terminated, truncated = to_numpy(terminated).astype(bool), to_numpy(truncated).astype(bool)
-        done = terminated | truncated
-        return (to_numpy(obs), to_numpy(reward).astype(np.float64), terminated, truncated,
+        term, trunc = to_numpy(terminated).astype(bool), to_numpy(truncated).astype(bool)
+        done = term | trunc
+        return (to_numpy(obs), to_numpy(reward).astype(np.float64), term, trunc,
                 self._infos(info, done))
 
     def _infos(self, info: dict[str, Any], done: np.ndarray) -> dict[str, Any]:
@@ -142,17 +144,19 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv):
         for key, values in last.items():
             final[key] = np.where(done, values, np.zeros((), values.dtype))
             final[f"_{key}"] = done.copy()
-        for key, dtype in (("episode_return", np.float64), ("episode_length", np.int64)):
+        for key, column_dtype in (("episode_return", np.float64), ("episode_length", np.int64)):
             if key in info:
-                column = np.zeros(n, dtype)
+                column = np.zeros(n, column_dtype)
                 column[ids] = to_numpy(info[key])
                 final[key], final[f"_{key}"] = column, done.copy()
         infos["final_info"], infos["_final_info"] = final, done.copy()
         return infos
 
     def render(self) -> tuple[np.ndarray, ...] | None:
-        """One frame per sub-env: its camera views side by side, uint8 ``[H, V * W, 3]``
-        (``None`` without a render mode)."""
+        """One frame per sub-env: its camera views side by side, uint8 ``[H, V * W, 3]``.
+
+        ``None`` (with a warning) when the adapter was made without a render mode.
+        """
         if not _can_render(self):
             return None
         return tuple(render_tiled(self.batched, range(self.num_envs), self.render_cameras,
@@ -177,7 +181,8 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
     randomisation after it depend on ``s`` only.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": list(RENDER_MODES), "render_fps": 30}
+    # An instance attribute in gymnasium, as in GymnasiumVectorEnv.
+    metadata: dict[str, Any] = {"render_modes": list(RENDER_MODES), "render_fps": 30}  # noqa: RUF012
 
     def __init__(self, task: str | BatchedEnv = "panda_reach", render_mode: str | None = None,
                  cameras: Sequence[str] | None = None, width: int | None = None,

@@ -97,12 +97,12 @@ class SB3VecEnv(VecEnv):
         actions, self._actions = self._actions, None
         obs, reward, terminated, truncated, info = self.batched.step(
             as_actions(self.batched, actions))
-        terminated = to_numpy(terminated).astype(bool)
-        truncated = to_numpy(truncated).astype(bool)
-        dones = terminated | truncated
+        term = to_numpy(terminated).astype(bool)
+        trunc = to_numpy(truncated).astype(bool)
+        dones = term | trunc
         # A diverged simulation is reported truncated, but its state is not worth bootstrapping.
         diverged = info.get("diverged")
-        bootstrap = truncated & ~terminated
+        bootstrap = trunc & ~term
         if diverged is not None:
             bootstrap &= ~to_numpy(diverged).astype(bool)
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
@@ -112,7 +112,8 @@ class SB3VecEnv(VecEnv):
                 infos[i]["nan_actions"] = int(counts[i])
         if dones.any():
             final_obs = to_numpy(info["final_obs"])
-            success = to_numpy(info.get("final_success", info.get("success")))
+            success_flags = info.get("final_success", info.get("success"))
+            success = None if success_flags is None else to_numpy(success_flags)
             elapsed = round(time.time() - self._t_start, 6)
             ids = to_numpy(info["done_ids"]).tolist()
             returns = to_numpy(info["episode_return"]).tolist()

@@ -27,7 +27,9 @@ class Chat(Protocol):
     model_name: str
     system_prompt: str | None
 
-    def generate(self, rows: Sequence[Row], max_new_tokens: int = 8) -> list[str]: ...
+    def generate(self, rows: Sequence[Row], max_new_tokens: int = 8) -> list[str]:
+        """One answer per row (at most ``max_new_tokens`` tokens), in the order of ``rows``."""
+        ...
 
 
 def row_key(row: Row, model: str, max_new_tokens: int, system_prompt: str | None) -> str:
@@ -53,6 +55,7 @@ class AnswerCache:
         self.db.commit()
 
     def get(self, keys: Sequence[str]) -> dict[str, str]:
+        """The stored answers of ``keys`` (keys without one are left out)."""
         found: dict[str, str] = {}
         for i in range(0, len(keys), 500):
             chunk = list(keys[i:i + 500])
@@ -62,6 +65,7 @@ class AnswerCache:
         return found
 
     def put(self, items: dict[str, str]) -> None:
+        """Store key -> answer pairs, replacing earlier answers of the same keys."""
         self.db.executemany("INSERT OR REPLACE INTO answers VALUES (?, ?)", list(items.items()))
         self.db.commit()
 
@@ -69,6 +73,7 @@ class AnswerCache:
         return int(self.db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
 
     def close(self) -> None:
+        """Close the SQLite connection."""
         self.db.close()
 
 
@@ -92,6 +97,7 @@ class CachedChat:
         return getattr(self.chat, name)
 
     def generate(self, rows: Sequence[Row], max_new_tokens: int = 8) -> list[str]:
+        """One answer per row; only rows missing from the cache are sent to ``chat``."""
         keys = [row_key(r, self.model_name, max_new_tokens, self.system_prompt) for r in rows]
         known = self.cache.get(keys)
         todo = sorted({k: i for i, k in enumerate(keys) if k not in known}.values())

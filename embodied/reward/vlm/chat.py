@@ -40,6 +40,10 @@ class UnparsedCounter:
         self.num_unparsed = 0
 
     def add(self, answers: Sequence[str], parsed: Sequence[Any], fallback: str) -> None:
+        """Count ``answers``; a ``None`` in ``parsed`` marks an unreadable one.
+
+        ``fallback`` names the value used instead of an unreadable answer (for the warning).
+        """
         self.num_answers += len(answers)
         for answer, value in zip(answers, parsed, strict=True):
             if value is not None:
@@ -94,8 +98,11 @@ class VlmChat:
     @torch.inference_mode()
     def generate(self, rows: Sequence[Sequence[dict[str, str] | np.ndarray]],
                  max_new_tokens: int = 8) -> list[str]:
-        """Greedy answers, one per row; a row is a user turn: ``{"type": "text", ...}``
-        parts and uint8 [H, W, 3] images, in the order the model sees them."""
+        """Greedy answers, one per row, of at most ``max_new_tokens`` tokens.
+
+        A row is a user turn: ``{"type": "text", ...}`` parts and uint8 [H, W, 3]
+        images, in the order the model sees them.
+        """
         answers: list[str] = []
         for i in range(0, len(rows), self.batch_size):
             inputs = self._inputs(rows[i:i + self.batch_size])
@@ -119,9 +126,9 @@ class VlmChat:
     def choice_probability(self, rows: Sequence[Sequence[dict[str, str] | np.ndarray]],
                            yes: Sequence[str] = ("yes",),
                            no: Sequence[str] = ("no",)) -> torch.Tensor | None:
-        """P(the answer starts with a ``yes`` word rather than a ``no`` word) [N], from the
-        next-token logits after the prompt (one forward pass, no generation).
+        """P(the answer starts with a ``yes`` word rather than a ``no`` word) [N].
 
+        Read from the next-token logits after the prompt (one forward pass, no generation).
         None if the tokenizer cannot tell the two apart by their first token (then ask
         with ``generate`` and parse the text instead).
         """

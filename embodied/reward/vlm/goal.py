@@ -50,6 +50,7 @@ def render_goal(task: str, path: str | Path, *, cameras: Sequence[str] | None = 
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Command line: render ``task``'s goal image into ``out`` and print its path."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task", help="a registered task, e.g. panda_push")
     parser.add_argument("out", type=Path, help="the .npy file to write")

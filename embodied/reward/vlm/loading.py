@@ -47,8 +47,9 @@ def without_video(cls: type) -> type:
         return cls
     if cls not in _NO_VIDEO_CLASSES:
 
-        def __init__(self, image_processor=None, tokenizer=None, chat_template=None,
-                     image_seq_len=None, **kwargs):
+        def __init__(self: Any, image_processor: Any = None, tokenizer: Any = None,
+                     chat_template: str | None = None, image_seq_len: int | None = None,
+                     **kwargs: Any) -> None:
             # transformers reads the parts from this signature and the options it loads
             # from this function's argument names: image_seq_len is SmolVLM's/Idefics3's.
             kwargs.pop("video_processor", None)
@@ -57,7 +58,8 @@ def without_video(cls: type) -> type:
             cls.__init__(self, image_processor=image_processor, tokenizer=tokenizer,
                          video_processor=None, chat_template=chat_template, **kwargs)
 
-        def apply_chat_template(self, conversation, chat_template=None, **kwargs):
+        def apply_chat_template(self: Any, conversation: Any, chat_template: str | None = None,
+                                **kwargs: Any) -> Any:
             # Some parents (SmolVLM) override this only to read video defaults
             # (num_frames, fps) from the video processor; without video the base
             # implementation does the same work.

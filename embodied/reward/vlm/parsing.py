@@ -1,6 +1,8 @@
-"""Parse a VLM's free-text answers: progress in [0, 1], yes/no, pairwise preferences, and
-the answer formats of published reward models (RoboReward's 1-5 score, Robo-Dopamine's
-hop, a SARM-style stage and progress).
+"""Parse a VLM's free-text answers into progress, yes/no, preferences and published formats.
+
+Parsed are progress in [0, 1], yes/no, pairwise preferences, and the answer formats of
+published reward models (RoboReward's 1-5 score, Robo-Dopamine's hop, a SARM-style stage
+and progress).
 
 Every parser returns None for an answer it cannot read; callers count those and use a
 documented fallback. Nothing here raises on any string.

@@ -85,10 +85,12 @@ class VlmProgressReward(RewardModel):
 
     @property
     def num_answers(self) -> int:
+        """Progress answers parsed so far, readable or not."""
         return self.progress_counter.num_answers
 
     @property
     def num_unparsed(self) -> int:
+        """Progress answers so far that could not be read (scored ``fallback``)."""
         return self.progress_counter.num_unparsed
 
     def _rows(self, frames: torch.Tensor, instructions: list[str], template: str) -> list:

@@ -1,5 +1,6 @@
-"""Ask a VLM behind an OpenAI-compatible chat-completions endpoint (vLLM, SGLang,
-``transformers serve``) the same rows ``VlmChat`` answers locally.
+"""Ask a VLM behind an OpenAI-compatible endpoint the rows ``VlmChat`` answers locally.
+
+The endpoint is a chat-completions server (vLLM, SGLang, ``transformers serve``).
 
 A row (text parts and uint8 [H, W, 3] images, in order) becomes one user message with
 the images inline as PNG data URLs; the answer is greedy (``temperature=0``) and at
@@ -71,6 +72,7 @@ class InFlight:
         self._t = t
 
     def enter(self) -> None:
+        """Count one more request in flight."""
         with self.lock:
             self._advance()
             self.now += 1
@@ -78,6 +80,7 @@ class InFlight:
             self.peak = max(self.peak, self.now)
 
     def leave(self) -> None:
+        """Count one request in flight fewer."""
         with self.lock:
             self._advance()
             self.now -= 1
@@ -151,6 +154,7 @@ class ServerChat:
                 f.cancel()
 
     def close(self) -> None:
+        """Cancel the requests not yet sent and close the HTTP client."""
         self.pool.shutdown(wait=False, cancel_futures=True)
         self.client.close()
 

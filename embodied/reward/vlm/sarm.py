@@ -38,8 +38,12 @@ DEFAULT_PROMPT = (
 
 
 def stage_progress(stage: np.ndarray, within: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Task progress from stage indices (from 0) and progress within the stage, given
-    the stage proportions ``weights`` (summing to 1): prior stages plus the share done."""
+    """Task progress in [0, 1] (float32, shaped like ``stage``) of stages and shares done.
+
+    ``stage`` holds stage indices (from 0), ``within`` the progress within that stage,
+    ``weights`` the stage proportions (summing to 1): progress is the weight of the prior
+    stages plus the done share of the current one.
+    """
     done_before = np.concatenate([[0.0], np.cumsum(weights)[:-1]])
     stage = np.asarray(stage, int)
     return np.clip(done_before[stage] + weights[stage] * np.asarray(within, np.float64),

@@ -79,6 +79,12 @@ class ServedModel:
         self._log: Any = None
 
     def start(self) -> ServedModel:
+        """Launch the server and wait for ``/health``; returns ``self``.
+
+        Raises:
+            RuntimeError: The server process exited before answering.
+            TimeoutError: It did not answer within ``timeout`` seconds.
+        """
         cmd = [sys.executable, "-m", "embodied.reward.vlm.serve",
                *([self.model] if self.model else []), "--host", "127.0.0.1",
                "--port", str(self.port), "--device", self.device, "--dtype", "float32"]
@@ -101,6 +107,7 @@ class ServedModel:
                            f"{self.timeout:.0f} s ({' '.join(cmd)}); see {self.log_path}")
 
     def stop(self) -> None:
+        """Terminate the server process (if running) and wait up to 20 s for it to exit."""
         proc = self.process
         if proc is not None and proc.poll() is None:
             proc.terminate()  # uvicorn shuts down on SIGTERM
