@@ -353,10 +353,10 @@ def across_seeds(runs: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]
 
 def panda_reach(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
     """Ours vs rsl_rl vs SB3 defaults vs SB3 tuned: time and env steps to 95% deterministic
-    success, each seed of ``s["seeds"]`` in turn (the contenders of a seed back to back)."""
+    success over ``s["seeds"]``. Ours and rsl_rl alternate seed by seed (the same load on
+    the shared machine), then the SB3 contenders; after every seed the section so far is
+    merged into the result file (``seeds_completed`` says how far it got)."""
     cfg = train_cfg("panda_reach")
-    iter_steps = int(cfg.num_envs) * int(cfg.algo.num_steps)
-    every = s["eval_every_iterations"] * iter_steps
     n = int(cfg.num_envs)
     raw = {n: round(raw_env_rate(cfg, n, s["raw_seconds"])), 8: None}
     raw_before = raw[n]
@@ -365,34 +365,64 @@ def panda_reach(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
 
     seeds = list(s["seeds"])
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in CONTENDERS}
-    sb3_budgets, raw_after = [], None
+    sb3_budgets: list[float] = []
+    raw_after = None
     probe = Probe(cfg, s["eval_episodes"])
+
+    def summary() -> dict[str, Any]:
+        return reach_summary(quick, s, cfg, runs, sb3_budgets, (raw_before, raw_after), raw)
+
     for seed in seeds:
         seed_cfg = train_cfg("panda_reach", f"seed={seed}")
         print(f"ours, seed {seed}", flush=True)
         probe.seconds = 0.0
-        ours, _ = run_ours(seed_cfg, s["budget_s"], s["eval_every_iterations"], probe)
-        runs["ours"].append(ours)
+        runs["ours"].append(run_ours(seed_cfg, s["budget_s"], s["eval_every_iterations"],
+                                     probe)[0])
         if raw_after is None:
             # Raw stepping again right after ours' first training: the machine is shared,
             # so the ratio uses the mean of the two measurements around it (both reported).
             raw_after = round(raw_env_rate(cfg, n, s["raw_seconds"]))
             raw[n] = round((raw_before + raw_after) / 2)
-        print(f"rsl_rl, seed {seed}", flush=True)
         if RSL_RL_PYTHON.exists():
+            print(f"rsl_rl, seed {seed}", flush=True)
             runs["rsl_rl"].append(run_rsl_rl("panda_reach", seed, s["budget_s"], s))
+        write_partial(quick, "panda_reach", summary())
+    for seed, ours in zip(seeds, runs["ours"], strict=True):
+        seed_cfg = train_cfg("panda_reach", f"seed={seed}")
         ours_s = ours["wall_s_to_95"] or ours["train_wall_s"]
         sb3_budget = min(SB3_FACTOR * ours_s, s["sb3_cap_s"])
         sb3_budgets.append(round(sb3_budget, 1))
+        every = s["eval_every_iterations"] * n * int(cfg.algo.num_steps)
         for name, algo, num_envs in (
                 ("sb3_default", sb3_defaults(quick), 8),
-                ("sb3_tuned", sb3_tuned(seed_cfg), int(cfg.num_envs))):
+                ("sb3_tuned", sb3_tuned(seed_cfg), n)):
             print(f"{name}, seed {seed}", flush=True)
             probe.seconds = 0.0
             runs[name].append(run_sb3(seed_cfg, algo, num_envs, sb3_budget, every, probe))
+        write_partial(quick, "panda_reach", summary())
     probe.close()
+    return summary()
 
-    contenders = {name: across_seeds(r, seeds) for name, r in runs.items() if r}
+
+def write_partial(quick: bool, name: str, section: dict[str, Any]) -> None:
+    """Merge a section in progress into the result file (a later write replaces it)."""
+    figures = {"settings": QUICK if quick else FULL, "target_success": TARGET,
+               "sb3_factor": SB3_FACTOR, name: {**section, "partial": True,
+                                                "date": time.strftime("%Y-%m-%d %H:%M:%S")}}
+    path = RESULTS / f"ppo{'.quick' if quick else ''}.json"
+    path.write_text(json.dumps(merge_sections("ppo", quick, figures, [name]), indent=2) + "\n")
+
+
+def reach_summary(quick: bool, s: dict[str, Any], cfg: DictConfig,
+                  runs: dict[str, list[dict[str, Any]]], sb3_budgets: list[float],
+                  raw_before_after: tuple[int, int | None], raw: dict[int, int | None]
+                  ) -> dict[str, Any]:
+    """The panda_reach section from the runs so far: per-contender means over seeds,
+    ratios to ours against ``RATIO_TARGETS``, the throughput split and the plot."""
+    n = int(cfg.num_envs)
+    every = s["eval_every_iterations"] * n * int(cfg.algo.num_steps)
+    seeds = list(s["seeds"])
+    contenders = {name: across_seeds(r, seeds[:len(r)]) for name, r in runs.items() if r}
     ours = contenders["ours"]
     ratio, lower = {}, {}
     for name, res in contenders.items():
@@ -405,7 +435,7 @@ def panda_reach(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
             lower[name] = round(res["wall_s_or_budget_mean"] / ours["wall_s_to_95"], 2)
     per_seed = {name: [round(t / o, 2) if t is not None and o is not None else None
                        for t, o in zip(res["wall_s_to_95_per_seed"],
-                                       ours["wall_s_to_95_per_seed"], strict=True)]
+                                       ours["wall_s_to_95_per_seed"], strict=False)]
                 for name, res in contenders.items() if name != "ours"}
     met = {}  # a lower bound at or above the target meets it too; None: no number
     for name, target in RATIO_TARGETS.items():
@@ -417,6 +447,7 @@ def panda_reach(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
                            f"vs training wall-clock, {len(seeds)} seeds")
     return {
         "contenders": contenders,
+        "seeds_completed": {name: len(r) for name, r in runs.items()},
         "ratio_vs_ours": ratio,
         "ratio_vs_ours_lower_bound": lower,
         "ratio_vs_ours_per_seed": per_seed,
@@ -435,7 +466,7 @@ def panda_reach(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
             "ours_collection_steps_per_s": ours_collect,
             "ours_learning_steps_per_s": ours["learning_steps_per_s"],
             "raw_env_steps_per_s": raw,
-            "raw_env_steps_per_s_before_after": [raw_before, raw_after],
+            "raw_env_steps_per_s_before_after": list(raw_before_after),
             "collection_vs_raw_env": round(ours_collect / raw[n], 3) if ours_collect else None,
             "learning_vs_collection": round(ours["learning_steps_per_s"] / ours_collect, 3)
             if ours_collect else None,
