@@ -409,8 +409,7 @@ def write_partial(quick: bool, name: str, section: dict[str, Any]) -> None:
     figures = {"settings": QUICK if quick else FULL, "target_success": TARGET,
                "sb3_factor": SB3_FACTOR, name: {**section, "partial": True,
                                                 "date": time.strftime("%Y-%m-%d %H:%M:%S")}}
-    path = RESULTS / f"ppo{'.quick' if quick else ''}.json"
-    path.write_text(json.dumps(merge_sections("ppo", quick, figures, [name]), indent=2) + "\n")
+    write_result("ppo", quick, merge_sections("ppo", quick, figures, [name]), echo=False)
 
 
 def reach_summary(quick: bool, s: dict[str, Any], cfg: DictConfig,
