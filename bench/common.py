@@ -69,15 +69,16 @@ def machine() -> dict:
             "versions": versions}
 
 
-def write_result(name: str, quick: bool, figures: dict) -> dict:
-    """Write bench/results/<name>[.quick].json and print it as the last line."""
+def write_result(name: str, quick: bool, figures: dict, echo: bool = True) -> dict:
+    """Write bench/results/<name>[.quick].json and (``echo``) print it as the last line."""
     result = {"benchmark": name, "quick": quick, **figures, "machine": machine(),
               "command": " ".join([Path(sys.executable).name, *sys.argv]),
               "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}{'.quick' if quick else ''}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result))
+    if echo:
+        print(json.dumps(result))
     return result
 
 

@@ -1,9 +1,13 @@
-"""PPO: our learner against stable-baselines3, time to 95% success, in one run.
+"""PPO: our learner against rsl_rl and stable-baselines3, time to 95% success, in one run.
 
 Sections (one function per task; each returns a JSON-ready dict):
 
-* ``panda_reach``: (a) ours, embodied PPO with the shipped panda_reach settings
-  (configs/algo/ppo/panda_reach.yaml); (b) SB3 PPO with its documented defaults
+* ``panda_reach``, each contender over ``seeds`` (mean, per-seed values, spread):
+  (a) ours, embodied PPO with the shipped panda_reach settings
+  (configs/algo/ppo/panda_reach.yaml); (r) rsl_rl (rsl-rl-lib, the PPO Isaac Lab and
+  mjlab train with) with the same settings, through bench/peers/rsl_rl_adapter.py in its
+  own venv (``scripts/peer_env.sh rsl_rl``; left out, with the reason recorded, when that
+  venv does not exist); (b) SB3 PPO with its documented defaults
   (n_steps 2048 per env, batch 64, 10 epochs, lr 3e-4, 64-64 tanh) on 8 envs, the
   peers' setting in DESIGN.md; (c) SB3 PPO tuned to our settings (same num_envs,
   rollout length, minibatch size, epochs, lr, gamma, lambda, clips, loss weights,
@@ -13,9 +17,10 @@ Sections (one function per task; each returns a JSON-ready dict):
   ``EVAL_EPISODES`` episodes (one per env, reseeded each time), every
   ``EVAL_EVERY_STEPS`` env steps (at the next update boundary). Training wall-clock
   excludes evaluation time (reported separately). Ours trains until 95% or its
-  budget; each SB3 contender gets ``SB3_FACTOR`` x ours' time to 95% (capped by
-  ``sb3_cap_s``). ``ratio_vs_sb3`` = SB3 time to 95% / ours; if SB3 never reached it,
-  ``ratio_vs_sb3_lower_bound`` = SB3's budget / ours. Also the throughput split of
+  budget, and so does rsl_rl; each SB3 contender gets ``SB3_FACTOR`` x ours' time to 95%
+  of the same seed (capped by ``sb3_cap_s``). ``ratio_vs_ours`` = a contender's mean time
+  to 95% / ours' (targets in ``RATIO_TARGETS``); if it missed 95% in a seed,
+  ``ratio_vs_ours_lower_bound`` uses its budget for that seed. Also the throughput split of
   ours (collection vs learning steps/s) against raw env stepping in the same run,
   and a PNG of success against wall-clock (bench/results/ppo_panda_reach.png).
 * ``panda_push`` and ``go2_walk``: hooks for the per-task settings being tuned
@@ -28,7 +33,9 @@ Sections (one function per task; each returns a JSON-ready dict):
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,13 +66,18 @@ SB3_FACTOR = 10.0  # SB3 contenders get this many times ours' time to 95% ...
 # budget_s: ours' training budget; sb3_cap_s: the cap on each SB3 contender's budget;
 # hook_*: the panda_push/go2_walk sections (quick: fewer envs); hook_budget_s per task:
 # go2_walk gets the issue's 30 minutes. A full run takes about 75 minutes on 2 cores.
-FULL = {"budget_s": 600.0, "sb3_cap_s": 480.0, "eval_episodes": 64, "eval_every_iterations": 5,
+FULL = {"seeds": [0, 1, 2], "budget_s": 600.0, "sb3_cap_s": 480.0, "eval_episodes": 64,
+        "eval_every_iterations": 5,
         "hook_budget_s": {"panda_push": 1200.0, "go2_walk": 1800.0}, "hook_eval_episodes": 64,
         "hook_overrides": [], "go2_eval_seconds": 10.0, "raw_seconds": 3.0}
-QUICK = {"budget_s": 5.0, "sb3_cap_s": 5.0, "eval_episodes": 16, "eval_every_iterations": 2,
+QUICK = {"seeds": [0], "budget_s": 5.0, "sb3_cap_s": 5.0, "eval_episodes": 16,
+         "eval_every_iterations": 2,
          "hook_budget_s": {"panda_push": 1.0, "go2_walk": 1.0}, "hook_eval_episodes": 4,
          "hook_overrides": ["num_envs=32"], "go2_eval_seconds": 1.5, "raw_seconds": 0.3}
 Policy = Callable[[torch.Tensor], torch.Tensor]
+RSL_RL_PYTHON = Path(__file__).resolve().parent.parent / ".venv-rsl_rl" / "bin" / "python"
+CONTENDERS = ("ours", "rsl_rl", "sb3_default", "sb3_tuned")
+RATIO_TARGETS = {"rsl_rl": 1.0, "sb3_tuned": 3.0}  # contender's time to 95% / ours, at least
 
 
 # ------------------------------------------------------------------ helpers
@@ -272,11 +284,13 @@ def plot_contenders(results: dict[str, dict[str, Any]], path: Path, title: str) 
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 3.6), dpi=120)
-    for name, res in results.items():
-        curve = res["success_curve"]
-        if curve:
-            ax.plot([c[0] for c in curve], [c[2] for c in curve], marker=".", lw=1.4,
-                    label=f"{name} ({res['num_envs']} envs)")
+    for i, (name, res) in enumerate(results.items()):
+        label = f"{name} ({res['num_envs']} envs)"
+        for run in res.get("runs", [res]):  # one line per seed, one colour per contender
+            if curve := run["success_curve"]:
+                ax.plot([c[0] for c in curve], [c[2] for c in curve], marker=".", lw=1.2,
+                        color=f"C{i}", alpha=0.8, label=label)
+                label = None
     ax.axhline(TARGET, color="gray", ls="--", lw=1, label=f"{TARGET:.0%}")
     ax.set_xscale("log")  # every point is after at least one iteration: wall > 0
     ax.set_xlabel("training wall-clock [s] (evaluation excluded)")
@@ -293,71 +307,172 @@ def plot_contenders(results: dict[str, dict[str, Any]], path: Path, title: str) 
 
 
 # ----------------------------------------------------------------- sections
+def run_rsl_rl(task: str, seed: int, budget_s: float, s: dict[str, Any]) -> dict[str, Any]:
+    """The rsl_rl contender (bench/peers/rsl_rl_adapter.py) in the peer venv, one seed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        subprocess.run([str(RSL_RL_PYTHON), str(Path(__file__).parent / "peers" /
+                                                "rsl_rl_adapter.py"),
+                        "--task", task, "--seed", str(seed), "--budget-s", str(budget_s),
+                        "--eval-episodes", str(s["eval_episodes"]),
+                        "--eval-every", str(s["eval_every_iterations"]), "--out", str(out)],
+                       check=True, stdout=subprocess.DEVNULL)
+        return json.loads(out.read_text())
+
+
+def across_seeds(runs: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
+    """One contender over seeds: means (time/steps to 95% only if every seed reached it),
+    the per-seed values and their spread, and each run's full result under ``runs``."""
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    walls = [r["wall_s_to_95"] for r in runs]
+    steps = [r["env_steps_to_95"] for r in runs]
+    reached = [w for w in walls if w is not None]
+    rates = {k: [r[k] for r in runs if r.get(k)] for k in ("collection_steps_per_s",
+                                                            "learning_steps_per_s")}
+    return {
+        "wall_s_to_95": round(mean(walls), 2) if len(reached) == len(runs) else None,
+        "env_steps_to_95": round(mean(steps)) if len(reached) == len(runs) else None,
+        "reached_95": f"{len(reached)}/{len(runs)}",
+        "seeds": seeds,
+        "wall_s_to_95_per_seed": walls,
+        "wall_s_to_95_spread": [min(reached), max(reached)] if reached else None,
+        "env_steps_to_95_per_seed": steps,
+        "wall_s_or_budget_mean": round(mean([w if w is not None else r["train_wall_s"]
+                                             for w, r in zip(walls, runs, strict=True)]), 2),
+        "best_success": round(mean([r["best_success"] or 0.0 for r in runs]), 4),
+        "num_envs": runs[0]["num_envs"],
+        "collection_steps_per_s": round(mean(rates["collection_steps_per_s"]))
+        if rates["collection_steps_per_s"] else None,
+        "learning_steps_per_s": round(mean(rates["learning_steps_per_s"]))
+        if rates["learning_steps_per_s"] else None,
+        "runs": runs,
+    }
+
+
 def panda_reach(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
-    """Ours vs SB3 defaults vs SB3 tuned: time and env steps to 95% deterministic success."""
+    """Ours vs rsl_rl vs SB3 defaults vs SB3 tuned: time and env steps to 95% deterministic
+    success over ``s["seeds"]``. Ours and rsl_rl alternate seed by seed (the same load on
+    the shared machine), then the SB3 contenders; after every seed the section so far is
+    merged into the result file (``seeds_completed`` says how far it got)."""
     cfg = train_cfg("panda_reach")
-    iter_steps = int(cfg.num_envs) * int(cfg.algo.num_steps)
-    every = s["eval_every_iterations"] * iter_steps
     n = int(cfg.num_envs)
     raw = {n: round(raw_env_rate(cfg, n, s["raw_seconds"])), 8: None}
     raw_before = raw[n]
     raw[8] = round(raw_env_rate(cfg, 8, s["raw_seconds"]))
     print(f"raw env steps/s: {raw}", flush=True)
 
+    seeds = list(s["seeds"])
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in CONTENDERS}
+    sb3_budgets: list[float] = []
+    raw_after = None
     probe = Probe(cfg, s["eval_episodes"])
-    print("ours", flush=True)
-    ours, _ = run_ours(cfg, s["budget_s"], s["eval_every_iterations"], probe)
-    # Raw stepping again right after ours' training: the machine is shared, so the ratio
-    # uses the mean of the two measurements around it (both are reported).
-    raw_after = round(raw_env_rate(cfg, n, s["raw_seconds"]))
-    raw[n] = round((raw_before + raw_after) / 2)
-    ours_s = ours["wall_s_to_95"] or ours["train_wall_s"]
-    sb3_budget = min(SB3_FACTOR * ours_s, s["sb3_cap_s"])
-    contenders = {"ours": ours}
-    for name, algo, num_envs in (
-            ("sb3_default", sb3_defaults(quick), 8),
-            ("sb3_tuned", sb3_tuned(cfg), int(cfg.num_envs))):
-        print(name, flush=True)
-        probe.seconds = 0.0
-        contenders[name] = run_sb3(cfg, algo, num_envs, sb3_budget, every, probe)
-    probe.close()
 
+    def summary() -> dict[str, Any]:
+        return reach_summary(quick, s, cfg, runs, sb3_budgets, (raw_before, raw_after), raw)
+
+    for seed in seeds:
+        seed_cfg = train_cfg("panda_reach", f"seed={seed}")
+        print(f"ours, seed {seed}", flush=True)
+        probe.seconds = 0.0
+        runs["ours"].append(run_ours(seed_cfg, s["budget_s"], s["eval_every_iterations"],
+                                     probe)[0])
+        if raw_after is None:
+            # Raw stepping again right after ours' first training: the machine is shared,
+            # so the ratio uses the mean of the two measurements around it (both reported).
+            raw_after = round(raw_env_rate(cfg, n, s["raw_seconds"]))
+            raw[n] = round((raw_before + raw_after) / 2)
+        if RSL_RL_PYTHON.exists():
+            print(f"rsl_rl, seed {seed}", flush=True)
+            runs["rsl_rl"].append(run_rsl_rl("panda_reach", seed, s["budget_s"], s))
+        write_partial(quick, "panda_reach", summary())
+    for seed, ours in zip(seeds, runs["ours"], strict=True):
+        seed_cfg = train_cfg("panda_reach", f"seed={seed}")
+        ours_s = ours["wall_s_to_95"] or ours["train_wall_s"]
+        sb3_budget = min(SB3_FACTOR * ours_s, s["sb3_cap_s"])
+        sb3_budgets.append(round(sb3_budget, 1))
+        every = s["eval_every_iterations"] * n * int(cfg.algo.num_steps)
+        for name, algo, num_envs in (
+                ("sb3_default", sb3_defaults(quick), 8),
+                ("sb3_tuned", sb3_tuned(seed_cfg), n)):
+            print(f"{name}, seed {seed}", flush=True)
+            probe.seconds = 0.0
+            runs[name].append(run_sb3(seed_cfg, algo, num_envs, sb3_budget, every, probe))
+        write_partial(quick, "panda_reach", summary())
+    probe.close()
+    return summary()
+
+
+def write_partial(quick: bool, name: str, section: dict[str, Any]) -> None:
+    """Merge a section in progress into the result file (a later write replaces it)."""
+    figures = {"settings": QUICK if quick else FULL, "target_success": TARGET,
+               "sb3_factor": SB3_FACTOR, name: {**section, "partial": True,
+                                                "date": time.strftime("%Y-%m-%d %H:%M:%S")}}
+    write_result("ppo", quick, merge_sections("ppo", quick, figures, [name]), echo=False)
+
+
+def reach_summary(quick: bool, s: dict[str, Any], cfg: DictConfig,
+                  runs: dict[str, list[dict[str, Any]]], sb3_budgets: list[float],
+                  raw_before_after: tuple[int, int | None], raw: dict[int, int | None]
+                  ) -> dict[str, Any]:
+    """The panda_reach section from the runs so far: per-contender means over seeds,
+    ratios to ours against ``RATIO_TARGETS``, the throughput split and the plot."""
+    n = int(cfg.num_envs)
+    every = s["eval_every_iterations"] * n * int(cfg.algo.num_steps)
+    seeds = list(s["seeds"])
+    contenders = {name: across_seeds(r, seeds[:len(r)]) for name, r in runs.items() if r}
+    ours = contenders["ours"]
     ratio, lower = {}, {}
-    for name in ("sb3_default", "sb3_tuned"):
-        res = contenders[name]
-        if ours["wall_s_to_95"] is None:  # ours did not reach 95% in its budget: no ratio
-            ratio[name] = None
-            lower[name] = None
-        elif res["wall_s_to_95"] is not None:
+    for name, res in contenders.items():
+        if name == "ours" or ours["wall_s_to_95"] is None:  # no ratio without ours' time
+            continue
+        if res["wall_s_to_95"] is not None:
             ratio[name] = round(res["wall_s_to_95"] / ours["wall_s_to_95"], 2)
         else:
             ratio[name] = None
-            lower[name] = round(res["train_wall_s"] / ours["wall_s_to_95"], 2)
+            lower[name] = round(res["wall_s_or_budget_mean"] / ours["wall_s_to_95"], 2)
+    per_seed = {name: [round(t / o, 2) if t is not None and o is not None else None
+                       for t, o in zip(res["wall_s_to_95_per_seed"],
+                                       ours["wall_s_to_95_per_seed"], strict=False)]
+                for name, res in contenders.items() if name != "ours"}
+    met = {}  # a lower bound at or above the target meets it too; None: no number
+    for name, target in RATIO_TARGETS.items():
+        value = ratio[name] if ratio.get(name) is not None else lower.get(name)
+        met[name] = None if value is None else value >= target
     ours_collect = ours["collection_steps_per_s"]
     plot = plot_contenders(contenders, RESULTS / f"ppo_panda_reach{'.quick' if quick else ''}.png",
                            f"panda_reach: deterministic success ({s['eval_episodes']} episodes) "
-                           f"vs training wall-clock")
+                           f"vs training wall-clock, {len(seeds)} seeds")
     return {
         "contenders": contenders,
-        "ratio_vs_sb3": ratio,
-        "ratio_vs_sb3_lower_bound": lower,
-        "ratio_note": "SB3 time to 95% / ours; where SB3 never reached 95% within its budget, "
-                      "ratio_vs_sb3_lower_bound = SB3's training time (its budget) / ours "
-                      "(the true ratio is at least that)",
-        "sb3_budget_s": round(sb3_budget, 1),
+        "seeds_completed": {name: len(r) for name, r in runs.items()},
+        "ratio_vs_ours": ratio,
+        "ratio_vs_ours_lower_bound": lower,
+        "ratio_vs_ours_per_seed": per_seed,
+        "ratio_targets": RATIO_TARGETS,
+        "ratio_targets_met": met,
+        "ratio_note": "contender's mean time to 95% over seeds / ours' mean; where a contender "
+                      "missed 95% in some seed, ratio_vs_ours_lower_bound uses its training "
+                      "time (its budget) for that seed (the true ratio is at least that)",
+        "rsl_rl": "rsl-rl-lib in .venv-rsl_rl (scripts/peer_env.sh rsl_rl)"
+                  if RSL_RL_PYTHON.exists() else
+                  "skipped: no .venv-rsl_rl (make it with scripts/peer_env.sh rsl_rl)",
+        "sb3_budget_s_per_seed": sb3_budgets,
         "eval": {"episodes": s["eval_episodes"], "every_env_steps": every,
                  "policy": "deterministic (mean action)", "seed": EVAL_SEED},
         "throughput": {
             "ours_collection_steps_per_s": ours_collect,
             "ours_learning_steps_per_s": ours["learning_steps_per_s"],
             "raw_env_steps_per_s": raw,
-            "raw_env_steps_per_s_before_after": [raw_before, raw_after],
+            "raw_env_steps_per_s_before_after": list(raw_before_after),
             "collection_vs_raw_env": round(ours_collect / raw[n], 3) if ours_collect else None,
             "learning_vs_collection": round(ours["learning_steps_per_s"] / ours_collect, 3)
             if ours_collect else None,
             "note": f"raw: the same batched env stepped with zero actions, no policy ({n} envs: "
-                    "mean of a measurement before and after ours' training; 8 envs: before); "
-                    "collection adds policy inference, observation normalisation and GAE",
+                    "mean of a measurement before and after ours' first training; 8 envs: "
+                    "before); collection adds policy inference, observation normalisation and "
+                    "GAE; ours' rates are means over seeds",
         },
         "plot": str(plot.relative_to(RESULTS.parent.parent)),
     }

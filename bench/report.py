@@ -42,19 +42,41 @@ def _fmt(value, unit: str = "") -> str:
     return "not reached" if value is None else f"{value:,}{unit}"
 
 
+def _rate_or_dash(value) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
 def ppo(r: dict) -> str:
     reach = r["panda_reach"]
-    lines = ["| panda_reach contender | envs | time to 95% | env steps to 95% | best success "
-             "| collection / learning steps/s |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| panda_reach contender | envs | time to 95% (seeds: min-max) | env steps to 95% "
+             "| reached 95% | best success | collection / learning steps/s |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, c in reach["contenders"].items():
-        lines.append(f"| {name} | {c['num_envs']} | {_fmt(c['wall_s_to_95'], ' s')} | "
-                     f"{_fmt(c['env_steps_to_95'])} | {c['best_success']:.0%} | "
-                     f"{c['collection_steps_per_s']:,} / {c['learning_steps_per_s']:,} |")
-    ratios = [f"{k}: {v:.1f}x" for k, v in reach["ratio_vs_sb3"].items() if v is not None]
-    bounds = [f"{k}: >= {v:.1f}x (never reached 95% within {reach['sb3_budget_s']:.0f} s)"
-              for k, v in reach.get("ratio_vs_sb3_lower_bound", {}).items()]
-    lines += ["", "Time to 95% of SB3 over ours: " + "; ".join(ratios + bounds) + "."]
+        spread = c["wall_s_to_95_spread"]
+        wall = _fmt(c["wall_s_to_95"], " s") + (f" ({spread[0]:.0f}-{spread[1]:.0f})"
+                                                  if c["wall_s_to_95"] is not None else "")
+        lines.append(f"| {name} | {c['num_envs']} | {wall} | {_fmt(c['env_steps_to_95'])} | "
+                     f"{c['reached_95']} | {c['best_success']:.0%} | "
+                     f"{_rate_or_dash(c['collection_steps_per_s'])} / "
+                     f"{_rate_or_dash(c['learning_steps_per_s'])} |")
+    targets = reach["ratio_targets"]
+    parts = []
+    for name in reach["contenders"]:
+        if name == "ours":
+            continue
+        ratio = reach["ratio_vs_ours"].get(name)
+        bound = reach["ratio_vs_ours_lower_bound"].get(name)
+        text = (f"{name} {ratio:.2f}x" if ratio is not None else
+                f"{name} >= {bound:.2f}x (missed 95% in some seed within its budget)"
+                if bound is not None else f"{name}: no ratio")
+        per_seed = ", ".join("-" if v is None else f"{v:.2f}"
+                             for v in reach["ratio_vs_ours_per_seed"].get(name, []))
+        if name in targets:
+            met = reach["ratio_targets_met"][name]
+            text += f" (target >= {targets[name]}: {'met' if met else 'missed'})"
+        parts.append(f"{text} [per seed: {per_seed}]")
+    seeds = len(reach["contenders"]["ours"]["seeds"])
+    lines += ["", f"Mean time to 95% over ours ({seeds} seeds): " + "; ".join(parts) + "."]
     for task in ("panda_push", "go2_walk"):
         t = r.get(task)
         if not t or "train_wall_s" not in t:
@@ -357,17 +379,18 @@ INTROS = {
         "batch envs, do not loop over single ones."),
     "ppo": (
         "Deterministic success (64 evaluation episodes every 20k env steps, evaluation "
-        "time excluded) against training wall-clock on `panda_reach`, ours against SB3 PPO "
-        "with its documented defaults and SB3 PPO tuned to our batch settings, in one run. "
-        "The target was 10x faster than SB3: met against SB3's defaults (a lower bound, "
-        "they never reach 95%), missed against SB3 tuned to our settings (ours needs fewer "
-        "env steps at a similar per-step cost). The `panda_push` and `go2_walk` lines train "
+        "time excluded) against training wall-clock on `panda_reach`, each contender over "
+        "three seeds: ours; rsl_rl (rsl-rl-lib 5.5.1 with our shipped settings, through "
+        "`bench/peers/rsl_rl_adapter.py` in the venv `scripts/peer_env.sh rsl_rl` makes); "
+        "SB3 PPO with its documented defaults; SB3 PPO tuned to our batch settings. Ours "
+        "and rsl_rl alternate seed by seed; the SB3 contenders run afterwards, in another "
+        "stretch of the shared machine's load, so their ratios to ours carry that load "
+        "difference (compare the steps/s columns). Targets: rsl_rl's time over ours >= "
+        "1.0, SB3 tuned's >= 3.0. The `panda_push` and `go2_walk` lines train "
         "the shipped per-task settings within a budget (push 20 min, go2 30 min); both "
         "finished their configured iterations first. `go2_walk` meets its target (walks "
-        "forward steadily); `panda_push` misses its 80% target. These two sections were "
-        "rerun with `--only <section>` (go2 on a quiet machine, push beside other jobs at a "
-        "load of about 3), which merges them into the same JSON; the `panda_reach` "
-        "comparison is from the earlier full run."),
+        "forward steadily); `panda_push` misses its 80% target. Sections are rerun with "
+        "`--only <section>`, which merges them into the same JSON (each records its date)."),
     "reward_model": (
         "`bench/reward_model.py` trains the learned PRM for each Panda task (`--reuse-prm` "
         "keeps earlier ones) and reports its held-out metrics, its scoring speed (256 "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -10,6 +11,8 @@ from torch import nn
 
 from embodied.rl.actor_critic import ActorCritic
 from embodied.rl.storage import RolloutStorage
+
+FUSED_ADAM_DEVICES = ("cpu", "cuda")
 
 
 @dataclass
@@ -47,13 +50,23 @@ class PPOConfig:
         return cls(**{k: v for k, v in values.items() if k in known})
 
 
+def make_adam(params: Iterable[nn.Parameter], lr: float, device: torch.device) -> torch.optim.Adam:
+    """Adam, fused (one kernel for all parameters) on the devices torch fuses it for.
+
+    The update rule is Adam's either way; fusing removes the per-parameter Python loop
+    that dominates the optimiser step for small MLPs on a CPU.
+    """
+    return torch.optim.Adam(params, lr=lr, fused=device.type in FUSED_ADAM_DEVICES)
+
+
 class PPO:
     """Proximal policy optimisation (Schulman et al. 2017) over a :class:`RolloutStorage`."""
 
     def __init__(self, policy: ActorCritic, cfg: PPOConfig):
         self.policy, self.cfg = policy, cfg
         self.learning_rate = cfg.learning_rate
-        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+        device = next(policy.parameters()).device
+        self.optimizer = make_adam(policy.parameters(), cfg.learning_rate, device)
 
     def _adapt_learning_rate(self, kl: float) -> None:
         """rsl_rl's rule: divide by 1.5 above 2x the target KL, multiply below half of it."""
@@ -77,14 +90,13 @@ class PPO:
             entropy = dist.entropy().sum(-1).mean()
             values = policy.evaluate(mb["obs"])
 
-            # KL(old || new) of the two diagonal Gaussians, for the adaptive lr
-            with torch.no_grad():
-                old_mu, old_sigma = mb["action_mean"], mb["action_std"]
-                mu, sigma = dist.mean, dist.stddev
-                kl = (torch.log(sigma / old_sigma)
-                      + (old_sigma.square() + (old_mu - mu).square()) / (2 * sigma.square())
-                      - 0.5).sum(-1).mean().item()
-            if cfg.schedule == "adaptive":
+            if cfg.schedule == "adaptive":  # KL(old || new) of the two diagonal Gaussians
+                with torch.no_grad():
+                    old_mu, old_sigma = mb["action_mean"], mb["action_std"]
+                    mu, sigma = dist.mean, dist.stddev
+                    kl = (torch.log(sigma / old_sigma)
+                          + (old_sigma.square() + (old_mu - mu).square()) / (2 * sigma.square())
+                          - 0.5).sum(-1).mean().item()
                 self._adapt_learning_rate(kl)
 
             # clipped surrogate objective
