@@ -233,8 +233,8 @@ class PolicyNode(LifecycleNode):
         else:
             self.command_pub = self.create_publisher(Float64MultiArray,
                                                      "joint_position_targets", COMMAND_QOS)
-        timers = [self.create_timer(p.control_dt, self._on_timer),
-                  self.create_timer(p.stats_period_s, self._publish_stats)]
+        self.control_timer = self.create_timer(p.control_dt, self._on_timer)
+        timers = [self.control_timer, self.create_timer(p.stats_period_s, self._publish_stats)]
         reset = self.create_service(Trigger, "~/reset_e_stop", self._on_reset_e_stop)
         self._ros_objects = [(self.destroy_service, reset),
                              *[(self.destroy_subscription, s) for s in objs],
@@ -414,6 +414,9 @@ class PolicyNode(LifecycleNode):
     def _on_timer(self) -> None:
         """The control timer: a control step (trigger ``timer``), or in trigger ``state``
         only the watchdog (a step that sends the safe command once state is stale)."""
+        # due - (time to the next call): how late this call runs (timers keep their grid)
+        self.stats.timer_fired(self.control_timer.timer_period_ns * 1e-9 -
+                               self.control_timer.time_until_next_call() * 1e-9)
         now = self.now()
         if self.p.trigger == "timer" or not self._fresh(now):
             self._step(now)

@@ -189,14 +189,16 @@ def percentiles(values, qs=(50, 99)) -> list[float]:
 
 
 class LoopStats:
-    """Control-loop timing over the last ``window`` ticks: period, jitter, compute time,
-    and the age of the state each command was computed from (state -> command latency)."""
+    """Control-loop timing over the last ``window`` ticks: period, jitter, how late the
+    control timer fired (executor and OS scheduling), compute time, and the age of the
+    state each command was computed from (state -> command latency)."""
 
     def __init__(self, control_dt: float, window: int = 1000):
         self.dt = control_dt
         self.periods: deque[float] = deque(maxlen=window)
         self.compute: deque[float] = deque(maxlen=window)
         self.state_age: deque[float] = deque(maxlen=window)
+        self.timer_late: deque[float] = deque(maxlen=window)
         self.last_tick: float | None = None
         self.ticks = 0
 
@@ -207,21 +209,28 @@ class LoopStats:
         self.last_tick = now
         self.ticks += 1
 
+    def timer_fired(self, late_s: float) -> None:
+        """Record how late the control timer's callback ran after its scheduled time."""
+        self.timer_late.append(late_s)
+
     def command(self, compute_s: float, state_age_s: float) -> None:
         """Record a published command: its compute time and the age of its input state."""
         self.compute.append(compute_s)
         self.state_age.append(state_age_s)
 
     def summary(self) -> dict[str, float]:
-        """p50/p99 of period, |period - dt| (jitter), compute time, state age; in ms."""
+        """p50/p99 of period, |period - dt| (jitter), timer lateness, compute time, state
+        age; in ms."""
         ms = 1000.0
         period = percentiles(self.periods)
         jitter = percentiles(abs(p - self.dt) for p in self.periods)
         compute = percentiles(self.compute)
         age = percentiles(self.state_age)
+        late = percentiles(self.timer_late)
         return {"ticks": self.ticks, "rate_hz": (1.0 / float(np.mean(self.periods))
                                                  if self.periods else math.nan),
                 "period_p50_ms": period[0] * ms, "period_p99_ms": period[1] * ms,
                 "jitter_p50_ms": jitter[0] * ms, "jitter_p99_ms": jitter[1] * ms,
+                "timer_late_p50_ms": late[0] * ms, "timer_late_p99_ms": late[1] * ms,
                 "compute_p50_ms": compute[0] * ms, "compute_p99_ms": compute[1] * ms,
                 "state_age_p50_ms": age[0] * ms, "state_age_p99_ms": age[1] * ms}
