@@ -3,18 +3,20 @@ latency, and panda_reach success through ROS against the same policy in simulati
 
 Through ROS: ``sim_deploy`` (the policy node and the simulated Panda as two processes,
 real DDS, kept on this machine: a private network namespace when possible, else
-localhost discovery). Each episode sends a goal drawn from the task's target range, puts
-the simulated arm back in its default pose and, after the task's episode length (3 s),
-counts success when the tcp (ground truth) is within the task's success radius after the
-task's episode length in simulated control steps (150), as the task does at an episode's
-end. In simulation: the same exported policy on the batched
-env (``embodied eval`` settings: observation noise and domain randomisation as in
-training), one episode per env. ``success_ratio`` = ROS / simulation (target >= 0.95).
+localhost discovery). Each episode sends a goal drawn from the task's target range,
+deactivates the policy node, puts the simulated arm back in its default pose, activates
+the node again (its velocity- and acceleration-limited command stream starts from the
+measured pose, as it must after the robot moved other than by its commands; the soft
+start is set to 0 s, the arm being at the default pose already) and counts success when
+the tcp (ground truth) is within the task's success radius after the task's episode
+length in simulated control steps (150), as the task does at an episode's end. In
+simulation: the same exported policy on the batched env (``embodied eval`` settings:
+observation noise and domain randomisation as in training), one episode per env.
+``success_ratio`` = ROS / simulation (target >= 0.95).
 Loop figures come from the nodes' own ``~/loop_stats``: the policy node's control-step
 period and jitter (|period - 20 ms|, wall time) and compute time, and the simulated
-robot's latency from a state message to the trajectory command computed from it (its
-header carries that state's stamp); in ``sim_deploy`` the policy node steps on each
-state message, on the simulation's clock.
+robot's latency from its newest state message to each command's arrival; in
+``sim_deploy`` the policy node steps on each state message, on the simulation's clock.
 
 Jitter under load (``jitter``): the deployment as on a robot (``deploy``: the policy node on
 its own 50 Hz timer on system time, the simulated Panda as the robot, both on wall
@@ -45,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -97,7 +100,8 @@ def through_ros(episodes: int, log_dir: Path) -> dict:
         goal_pub = g.node.create_publisher(PointStamped, "/goal", 10)
         reset_pub = g.node.create_publisher(Empty, "/sim_robot/reset", 10)
         start = time.monotonic()
-        g.launch(sim_deploy_nodes("panda", str(POLICY)))
+        policy, robot = sim_deploy_nodes("panda", str(POLICY))
+        g.launch([replace(policy, overrides={**policy.overrides, "soft_start_s": 0.0}), robot])
         g.wait_mode(safety, "policy", timeout=120.0)
         g.wait_for(lambda: goal_pub.get_subscription_count() and
                    reset_pub.get_subscription_count(), 30.0, "goal and reset subscribers")
@@ -107,11 +111,20 @@ def through_ros(episodes: int, log_dir: Path) -> dict:
             goal = PointStamped()
             goal.header.frame_id = "panda_link0"
             goal.point.x, goal.point.y, goal.point.z = (float(v) for v in target)
+            assert g.transition("/embodied_policy", "deactivate")
+            g.wait_for(lambda: safety.messages[-1]["mode"] == "inactive", 30.0,
+                       "the deactivation")
+            time.sleep(0.1)  # the deactivation's safe command lands before the reset
             goal_pub.publish(goal)
             reset_pub.publish(Empty())
+            reset = time.monotonic()
+            g.wait_for(lambda reset=reset: len(ee.since(reset)) >= 3, 30.0, "the reset pose")
+            g.wait_for(lambda: safety.messages[-1]["mode"] != "inactive" or
+                       g.transition("/embodied_policy", "activate"), 30.0, "the activation")
             sent = time.monotonic()
             # One ground-truth pose per simulated control step: an episode is the task's
-            # number of control steps (+1 for the reset in flight), however loaded the CPU.
+            # number of control steps (+1 for the activation in flight), however loaded
+            # the CPU.
             g.wait_for(lambda sent=sent: len(ee.since(sent)) > EPISODE_STEPS, 60.0,
                        "the episode's control steps")
             p = ee.messages[-1].pose.position

@@ -34,7 +34,7 @@ from embodied_ros.observation import (
     WalkObservation,
     floating_base_state,
 )
-from embodied_ros.params import OUTPUTS, PARAMETERS, SAFE_MODES
+from embodied_ros.params import OUTPUTS, PARAMETERS, SAFE_MODES, ConfigError, Params
 from embodied_ros.safety import (
     CommandLimiter,
     TargetLimits,
@@ -240,6 +240,16 @@ def test_parameter_file_fits_the_robot_spec(robot_name):
     assert sim["command"] == policy["output"]  # the simulated robot follows that topic
     assert (policy["attitude_limit"] > 0) == robot.floating_base
     assert (policy["safe_mode"] == "damp") == robot.floating_base
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("trajectory_stamp", "state", "trajectory_stamp 'state'"),
+    ("trajectory_horizon", 0.0, "trajectory_horizon 0.0 s must be > 0"),
+    ("watchdog_recover_periods", -1.0, "watchdog_recover_periods >= 0")])
+def test_parameters_are_checked(key, value, message):
+    values = {**PARAMETERS, "robot": "panda", "policy_path": "p.pt", key: value}
+    with pytest.raises(ConfigError, match=message):
+        Params(**values).check()
 
 
 # --------------------------------------------------------- launch description
