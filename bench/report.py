@@ -383,9 +383,10 @@ INTROS = {
     "ros_loop": (
         "The Panda reach policy through `sim_deploy` (policy node and simulated robot in "
         "two processes, real DDS, private network namespace) against the same exported "
-        "policy in simulation: success after the task's 150 control steps, the policy "
-        "node's control-step jitter and compute time, and the latency from a state message "
-        "to the command computed from it, received by the robot; and the Go2 walking "
+        "policy in simulation: success after the task's 150 control steps (each episode "
+        "deactivates the node, resets the arm, activates the node), the policy "
+        "node's control-step jitter and compute time, and the latency from the robot's "
+        "newest state message to each command's arrival; and the Go2 walking "
         "policy's forward distance through ROS against simulation under the same command. "
         "Measured on a machine shared with trainings (the load average is recorded), so "
         "the p99 figures include waiting for a CPU. The jitter table runs the robot "
