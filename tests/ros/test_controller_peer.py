@@ -155,9 +155,11 @@ def _reasons(safety, t: float) -> list[str]:
     return [f"{m['mode']}: {m['reason']}" for m in safety.since(t)]
 
 
-@pytest.mark.parametrize("stamp", ["zero", "now"])
+# A zero stamp starts on receipt, whatever the delivery time; a 'now' stamp needs a
+# horizon beyond the worst delivery delay (the point must not lie in the past on arrival).
+@pytest.mark.parametrize("stamp,horizon", [("zero", 0.02), ("now", 0.1)])
 def test_a_trajectory_controller_accepts_every_command_within_limits(ros_graph, panda_policy,
-                                                                     stamp):
+                                                                     stamp, horizon):
     g = ros_graph
     safety = g.safety()
     offset = np.array([0.3, -0.2, 0.3, 0.3, -0.3, 0.3, 0.3])
@@ -167,7 +169,7 @@ def test_a_trajectory_controller_accepts_every_command_within_limits(ros_graph, 
     e_stop = g.node.create_publisher(Bool, "/e_stop", 10)
     (node,) = deploy_nodes("panda", str(panda_policy), autostart=True)
     g.launch([replace(node, overrides={**node.overrides, "trajectory_stamp": stamp,
-                                       "soft_start_s": 3.0})])
+                                       "trajectory_horizon": horizon, "soft_start_s": 3.0})])
     g.wait_mode(safety, "soft_start")
     g.wait_for(lambda: len(peer.accepted) > 25, 30.0, "soft-start commands")
     assert "estimating them by differencing" in g.logs()

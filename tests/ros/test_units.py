@@ -173,6 +173,16 @@ def test_command_limiter_bounds_velocity_and_acceleration():
     held = np.clip(wild[-1], limits.lower, limits.upper)
     np.testing.assert_allclose(out[200], held, atol=1e-9)  # stops at a held target
     np.testing.assert_allclose(out[-1], limits.upper, atol=1e-9)  # brakes into the limit
+    # The quickest hold: braking from full speed, the targets stop at stopping_point()
+    # without turning back.
+    limiter.reset(robot.default_pose)
+    for _ in range(30):
+        limiter(robot.default_pose + 2.0)
+    stop = limiter.stopping_point()
+    direction = np.sign(limiter.velocity)
+    braking = np.array([limiter(stop) for _ in range(30)])
+    assert np.all(np.diff(braking, axis=0) * direction >= -1e-12)  # never turns back
+    np.testing.assert_array_equal(braking[-1], stop)
     infinite = CommandLimiter(np.full(2, -1.0), np.ones(2), np.ones(2),
                               np.full(2, math.inf), 0.02)
     infinite.reset(np.zeros(2))  # no acceleration limit: velocity only

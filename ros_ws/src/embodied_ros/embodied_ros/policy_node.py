@@ -33,7 +33,8 @@ time and header stamp against the node's clock; older than ``watchdog_periods`` 
 periods -> safe state; fresh again after ``watchdog_recover_periods`` of steady state;
 then the policy, or an interrupted soft start, resumes after an outage shorter than
 ``resume_window_s``, else a soft start runs again);
-the safe state itself (``hold``: keep the pose measured at the trip, arms; ``damp``:
+the safe state itself (``hold``: the targets brake to a stop as fast as the acceleration
+limits allow and stay there, arms; ``damp``:
 targets follow the measured pose so only the D term acts, legged robots); clamps on
 observations, joint targets (limits with a margin), per-step target change and the PD
 torque estimate; an e-stop topic (latched until ``~/reset_e_stop`` while the topic says
@@ -525,13 +526,17 @@ class PolicyNode(LifecycleNode):
             self.command_pub.wait_for_all_acked(Duration(seconds=0.5))
 
     def _enter_safe(self, mode: str, reason: str, extra: dict | None = None) -> None:
-        self.hold_target = None if self.state is None else self.state.q.copy()
+        if self.active and self.limiter.last is not None:
+            self.hold_target = self.limiter.stopping_point()  # brake, do not turn back
+        else:
+            self.hold_target = None if self.state is None else self.state.q.copy()
         self.safe_since = self.now()
         self.interrupted = self.mode
         self._set_mode(mode, reason, extra)
 
     def send_safe_command(self, reason: str) -> None:
-        """Publish the safe command: hold the pose of the trip, or damp (follow the pose)."""
+        """Publish the safe command: hold (stop as soon as the limits allow and stay there),
+        or damp (follow the measured pose)."""
         if self.state is None or not hasattr(self, "command_pub"):
             return
         if self.p.safe_mode == "damp" or self.hold_target is None:

@@ -151,6 +151,17 @@ class CommandLimiter:
         """Start from the measured pose ``q`` at rest."""
         self.last, self.velocity = q.copy(), np.zeros_like(self.vmax)
 
+    def stopping_point(self) -> np.ndarray:
+        """Where the targets come to rest when they brake from now on at the acceleration
+        limit (each next step ``acceleration * dt`` slower): the quickest hold."""
+        if self.last is None:
+            raise RuntimeError("CommandLimiter.reset(q) must be called first")
+        speed = np.abs(self.velocity)
+        dv = np.where(np.isfinite(self.acc), self.acc * self.dt, math.inf)
+        n = np.floor(speed / dv)  # steps with speed left: speed - i dv for i = 1..n
+        travel = self.dt * (n * speed - dv * n * (n + 1) / 2)
+        return np.clip(self.last + np.sign(self.velocity) * travel, self.lower, self.upper)
+
     def stopping_speed(self, distance: np.ndarray) -> np.ndarray:
         """Largest speed from which steps of ``acceleration * dt`` less speed each stop
         within ``distance`` (>= 0)."""
