@@ -113,18 +113,22 @@ def test_soft_start_watchdog_and_attitude_cut_off(ros_graph, untrained_go2_polic
     last_state = player.sent[-1]
     trip = g.wait_for(lambda: [m for m in safety.since(last_state) if m["mode"] == "watchdog"],
                       10.0, "the watchdog")[0]
-    # The node's own account: it tripped on the state's age, soon after it passed the limit.
-    age, max_age = trip["state_age_s"]["joint_states"], trip["max_age_s"]
-    assert max_age < age < max_age + 0.1, trip
+    # The node's own account: it tripped on the age of its oldest input (a lost IMU message
+    # under load can trip it first); how soon, in control steps, the commands below say.
+    age, max_age = max(trip["state_age_s"].values()), trip["max_age_s"]
+    assert max_age < age < max_age + 0.5, trip
     # What the node sent after the last state left the player: policy commands for at
     # most three control periods (one more while that state was in flight), then only
-    # damping (targets = the measured pose).
-    g.wait_for(lambda: len(commands.since(last_state)) >= 8, 10.0, "safe commands")
+    # damping (targets = the measured pose), reached within the joints' velocity limits
+    # (the steps that takes from the farthest of those targets).
+    g.wait_for(lambda: len(commands.since(last_state)) >= 12, 10.0, "safe commands")
     after = np.array([m.data for m in commands.since(last_state)])
     damping = np.all(np.abs(after - start) < 1e-9, axis=1)
-    other = np.flatnonzero(~damping)  # policy or soft-start targets
+    other = np.flatnonzero(~damping)  # policy or soft-start targets, and the way back
     modes = [m["mode"] for m in safety.messages]
-    assert other.size == 0 or other[-1] < 4, (damping.tolist(), modes, trip)
+    to_pose = np.abs(after[other] - start).max(axis=0) if other.size else np.zeros(12)
+    limit_steps = int(np.ceil(np.max(to_pose / (GO2.velocity * GO2.control_dt))))
+    assert other.size == 0 or other[-1] < 4 + limit_steps, (damping.tolist(), modes, trip)
 
     # Fresh state again, but the base is tilted 1 rad (> attitude_limit 0.8): the attitude
     # cut-off latches damping instead of a soft start.

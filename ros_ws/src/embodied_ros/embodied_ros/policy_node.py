@@ -60,6 +60,7 @@ from typing import Any
 import numpy as np
 import rclpy
 import torch
+from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import PointStamped, Twist, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.duration import Duration
@@ -571,7 +572,7 @@ class PolicyNode(LifecycleNode):
         if now is not None:
             self.stats.command(compute_s, self.watchdogs["joint_states"].age(now))
 
-    def _trajectory_stamp(self):
+    def _trajectory_stamp(self) -> TimeMsg | None:
         """The header stamp of a JointTrajectory: None (zero: start on receipt) or now."""
         return self.get_clock().now().to_msg() if self.p.trajectory_stamp == "now" else None
 
