@@ -215,6 +215,23 @@ def ros_loop(r: dict) -> str:
               f"{ros['load_avg_1min'][0]:.1f}/{ros['load_avg_1min'][1]:.1f}. "
               f"({r['machine']['cores']} cores, {r['machine']['cpu']}, "
               f"{r['date'][:10]}; `{r['command']}`; DDS isolation: {ros['isolation']})"]
+    jit = r.get("jitter")
+    if jit:
+        lines += ["", "| deploy on wall time, p50 / p99 (ms) | command period published | "
+                  "received | delivery | node step period | timer late | compute | "
+                  "watchdog trips | load avg |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        labels = {"no_added_load": "no added load",
+                  "busy": "busy loops",
+                  "busy_sched_fifo": "busy loops, node on SCHED_FIFO"}
+        for key, label in labels.items():
+            j = jit[key]
+            cells = [f"{j[k]['p50']:.1f} / {j[k]['p99']:.1f}" for k in (
+                "command_period_published_ms", "command_period_received_ms", "delivery_ms",
+                "node_period_ms", "timer_late_ms", "compute_ms")]
+            name = label if j["busy_processes"] == 0 else f"{j['busy_processes']} {label}"
+            lines.append(f"| {name} | " + " | ".join(cells) +
+                         f" | {j['watchdog_trips']} | {j['load_avg_1min'][0]:.1f} |")
     walk = r.get("go2_walk")
     if walk:
         lines += ["", f"Go2 walking policy under a {walk['command_vx_mps']} m/s forward command "
@@ -412,12 +429,17 @@ INTROS = {
     "ros_loop": (
         "The Panda reach policy through `sim_deploy` (policy node and simulated robot in "
         "two processes, real DDS, private network namespace) against the same exported "
-        "policy in simulation: success after the task's 150 control steps, the policy "
-        "node's control-step jitter and compute time, and the latency from a state message "
-        "to the command computed from it, received by the robot; and the Go2 walking "
+        "policy in simulation: success after the task's 150 control steps (each episode "
+        "deactivates the node, resets the arm, activates the node), the policy "
+        "node's control-step jitter and compute time, and the latency from the robot's "
+        "newest state message to each command's arrival; and the Go2 walking "
         "policy's forward distance through ROS against simulation under the same command. "
         "Measured on a machine shared with trainings (the load average is recorded), so "
-        "the p99 figures include waiting for a CPU."),
+        "the p99 figures include waiting for a CPU. The jitter table runs the robot "
+        "deployment (policy node on its own 50 Hz timer, wall time) beside added "
+        "busy-loop processes, and with the node's threads on SCHED_FIFO; the command "
+        "period is taken from each command's DDS source and reception timestamps. "
+        "Discussed in [the jitter notes](experiments/2026-11-24-ros-jitter.md)."),
     "vlm_reward": (
         "No pretrained VLM weights were available, so the VLM rows are tiny random models: "
         "the overhead of the plumbing, not a real VLM's speed, and nothing about judgement "

@@ -3,18 +3,34 @@ latency, and panda_reach success through ROS against the same policy in simulati
 
 Through ROS: ``sim_deploy`` (the policy node and the simulated Panda as two processes,
 real DDS, kept on this machine: a private network namespace when possible, else
-localhost discovery). Each episode sends a goal drawn from the task's target range, puts
-the simulated arm back in its default pose and, after the task's episode length (3 s),
-counts success when the tcp (ground truth) is within the task's success radius after the
-task's episode length in simulated control steps (150), as the task does at an episode's
-end. In simulation: the same exported policy on the batched
-env (``embodied eval`` settings: observation noise and domain randomisation as in
-training), one episode per env. ``success_ratio`` = ROS / simulation (target >= 0.95).
+localhost discovery). Each episode sends a goal drawn from the task's target range,
+deactivates the policy node, puts the simulated arm back in its default pose, activates
+the node again (its velocity- and acceleration-limited command stream starts from the
+measured pose, as it must after the robot moved other than by its commands; the soft
+start is set to 0 s, the arm being at the default pose already) and counts success when
+the tcp (ground truth) is within the task's success radius after the task's episode
+length in simulated control steps (150), as the task does at an episode's end. In
+simulation: the same exported policy on the batched env (``embodied eval`` settings:
+observation noise and domain randomisation as in training), one episode per env.
+``success_ratio`` = ROS / simulation (target >= 0.95).
 Loop figures come from the nodes' own ``~/loop_stats``: the policy node's control-step
 period and jitter (|period - 20 ms|, wall time) and compute time, and the simulated
-robot's latency from a state message to the trajectory command computed from it (its
-header carries that state's stamp); in ``sim_deploy`` the policy node steps on each
-state message, on the simulation's clock.
+robot's latency from its newest state message to each command's arrival; in
+``sim_deploy`` the policy node steps on each state message, on the simulation's clock.
+
+Jitter under load (``jitter``): the deployment as on a robot (``deploy``: the policy node on
+its own 50 Hz timer on system time, the simulated Panda as the robot, both on wall
+time), for JITTER_S seconds of policy control with a new goal every 2 s, in three
+settings: no added load; ``BUSY`` added CPU-bound busy-loop processes (nice 0, one per
+core of a 2-core machine) beside whatever else runs (the 1-minute load average is
+recorded); the same load with the policy node's threads on SCHED_FIFO priority 50. Each
+reports the command period at publishing and at receipt (the DDS source and reception
+timestamps of each command, received in this process, which is not prioritised) and
+the delivery time between them, p50/p99/max; and, from the
+node's own ``~/loop_stats``, its step period, how late its control timer fired (executor
+and OS scheduling), and its compute time (observation, policy, limits; torch on one
+thread; the node runs one executor thread, so no other Python thread competes for the
+GIL).
 
 With the walking Go2 policy in assets/policies/go2_walk/, also: the forward distance the
 simulated Go2 walks through ROS in 10 s under a 0.5 m/s ``cmd_vel`` against the same
@@ -23,12 +39,15 @@ policy on the batched env under the same command (``embodied.locomotion_eval``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,14 +56,16 @@ import numpy as np
 import torch
 from common import parse_args, write_result
 from geometry_msgs.msg import PointStamped, PoseStamped, Twist
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Empty, String
+from trajectory_msgs.msg import JointTrajectory
 
 from embodied.locomotion_eval import evaluate_velocity_tracking
 from embodied.policy_io import load_policy
 from embodied.rl.evaluate import evaluate
-from embodied_ros.description import sim_deploy_nodes
+from embodied_ros.description import deploy_nodes, sim_deploy_nodes, sim_robot_node
 from embodied_ros.graph import private_graph
-from embodied_ros.safety import tilt_from_quat
+from embodied_ros.safety import percentiles, tilt_from_quat
 from sim import make_env
 from sim.tasks.go2_walk import FALL_HEIGHT, FALL_TILT
 from sim.tasks.panda_reach import SUCCESS_RADIUS, TARGET_HIGH, TARGET_LOW, PandaReach
@@ -53,6 +74,7 @@ POLICY = Path(__file__).resolve().parent.parent / "assets/policies/panda_reach/p
 GO2_POLICY = POLICY.parents[1] / "go2_walk" / "policy.pt"
 WALK_VX, WALK_S = 0.5, 10.0  # forward command (m/s) and duration (s) of the Go2 walk
 EPISODE_STEPS = round(PandaReach.episode_length_s / 0.02)  # 150 control steps of 20 ms
+JITTER_S, BUSY = 30.0, 2  # seconds measured per setting; busy-loop processes added
 
 
 def in_simulation(episodes: int) -> dict:
@@ -78,7 +100,8 @@ def through_ros(episodes: int, log_dir: Path) -> dict:
         goal_pub = g.node.create_publisher(PointStamped, "/goal", 10)
         reset_pub = g.node.create_publisher(Empty, "/sim_robot/reset", 10)
         start = time.monotonic()
-        g.launch(sim_deploy_nodes("panda", str(POLICY)))
+        policy, robot = sim_deploy_nodes("panda", str(POLICY))
+        g.launch([replace(policy, overrides={**policy.overrides, "soft_start_s": 0.0}), robot])
         g.wait_mode(safety, "policy", timeout=120.0)
         g.wait_for(lambda: goal_pub.get_subscription_count() and
                    reset_pub.get_subscription_count(), 30.0, "goal and reset subscribers")
@@ -88,11 +111,20 @@ def through_ros(episodes: int, log_dir: Path) -> dict:
             goal = PointStamped()
             goal.header.frame_id = "panda_link0"
             goal.point.x, goal.point.y, goal.point.z = (float(v) for v in target)
+            assert g.transition("/embodied_policy", "deactivate")
+            g.wait_for(lambda: safety.messages[-1]["mode"] == "inactive", 30.0,
+                       "the deactivation")
+            time.sleep(0.1)  # the deactivation's safe command lands before the reset
             goal_pub.publish(goal)
             reset_pub.publish(Empty())
+            reset = time.monotonic()
+            g.wait_for(lambda reset=reset: len(ee.since(reset)) >= 3, 30.0, "the reset pose")
+            g.wait_for(lambda: safety.messages[-1]["mode"] != "inactive" or
+                       g.transition("/embodied_policy", "activate"), 30.0, "the activation")
             sent = time.monotonic()
             # One ground-truth pose per simulated control step: an episode is the task's
-            # number of control steps (+1 for the reset in flight), however loaded the CPU.
+            # number of control steps (+1 for the activation in flight), however loaded
+            # the CPU.
             g.wait_for(lambda sent=sent: len(ee.since(sent)) > EPISODE_STEPS, 60.0,
                        "the episode's control steps")
             p = ee.messages[-1].pose.position
@@ -108,6 +140,85 @@ def through_ros(episodes: int, log_dir: Path) -> dict:
             "final_distance_m_max": float(distances.max()),
             "watchdog_trips": modes.count("watchdog"), "startup_s": round(startup_s, 1),
             "isolation": isolation, "policy_loop": loop, "sim_robot_loop": robot}
+
+
+def _realtime(pid: int, priority: int = 50) -> None:
+    """Every thread of process ``pid`` on SCHED_FIFO ``priority`` (needs root)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):
+            os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(priority))
+
+
+def loop_under_load(log_dir: Path, busy: int, realtime: bool, seconds: float) -> dict:
+    """Command timing of the robot deployment (policy node timer on wall time) with
+    ``busy`` busy-loop processes beside it, the policy node on SCHED_FIFO if ``realtime``."""
+    loads = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(busy)]
+    try:
+        with private_graph(log_dir, seed=2 + busy + realtime) as g:
+            safety = g.safety()
+            stats = g.record(String, "/embodied_policy/loop_stats")
+            arrivals: list[tuple[float, float]] = []  # (published, received) per command
+            g.node.create_subscription(
+                JointTrajectory, "/joint_trajectory",
+                lambda _msg, info: arrivals.append((info["source_timestamp"] * 1e-9,
+                                                    info["received_timestamp"] * 1e-9)),
+                QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+            goal_pub = g.node.create_publisher(PointStamped, "/goal", 10)
+            (policy,) = deploy_nodes("panda", str(POLICY), autostart=True)
+            procs = g.launch([policy, sim_robot_node("panda")])
+            g.wait_mode(safety, "policy", timeout=120.0)
+            if realtime:
+                _realtime(procs.procs[0].pid)
+            rng = np.random.default_rng(1)
+            load_before = os.getloadavg()[0]
+            start = time.monotonic()
+            n0 = len(arrivals)
+            while time.monotonic() - start < seconds:
+                goal = PointStamped()
+                goal.point.x, goal.point.y, goal.point.z = (
+                    float(v) for v in rng.uniform(TARGET_LOW, TARGET_HIGH))
+                goal_pub.publish(goal)
+                time.sleep(2.0)
+            window, end = arrivals[n0:], time.monotonic()
+            g.wait_for(lambda: stats.since(end), 30.0, "loop stats after the window")
+            loop = json.loads(stats.messages[-1].data)
+            trips = [m["mode"] for m in safety.messages].count("watchdog")
+    finally:
+        for proc in loads:
+            proc.kill()
+            proc.wait()
+    sent, received = np.array(window).T
+
+    def ms(values: np.ndarray) -> dict:
+        p50, p99 = percentiles(values * 1e3)
+        return {"p50": round(p50, 2), "p99": round(p99, 2),
+                "max": round(float(values.max() * 1e3), 2)}
+
+    return {"busy_processes": busy, "policy_node_sched_fifo": realtime,
+            "load_avg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+            "commands": len(window),
+            "command_period_published_ms": ms(np.diff(sent)),
+            "command_period_received_ms": ms(np.diff(received)),
+            "delivery_ms": ms(received - sent),
+            "node_period_ms": {"p50": round(loop["period_p50_ms"], 2),
+                               "p99": round(loop["period_p99_ms"], 2)},
+            "timer_late_ms": {"p50": round(loop["timer_late_p50_ms"], 2),
+                              "p99": round(loop["timer_late_p99_ms"], 2)},
+            "compute_ms": {"p50": round(loop["compute_p50_ms"], 2),
+                           "p99": round(loop["compute_p99_ms"], 2)},
+            "watchdog_trips": trips}
+
+
+def jitter(seconds: float) -> dict:
+    """:func:`loop_under_load` with no added load, with BUSY busy loops, and with both
+    BUSY busy loops and the policy node on SCHED_FIFO."""
+    out = {}
+    for name, busy, realtime in (("no_added_load", 0, False), ("busy", BUSY, False),
+                                 ("busy_sched_fifo", BUSY, True)):
+        with tempfile.TemporaryDirectory() as tmp:
+            out[name] = loop_under_load(Path(tmp), busy, realtime, seconds)
+    return out
 
 
 def walk_in_simulation(envs: int) -> dict:
@@ -193,6 +304,7 @@ def main() -> None:
         "ros": ros,
         "sim": sim,
         "go2_walk": walk,
+        "jitter": jitter(JITTER_S if not args.quick else 6.0),
     }
     write_result("ros_loop", args.quick, figures)
 

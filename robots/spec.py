@@ -16,6 +16,7 @@ hardware::
         ros_name: panda_joint1      # joint name on the real robot's ROS interface
         position: [-2.8973, 2.8973] # limits, rad (or m)
         velocity: 2.175             # |qdot| limit
+        acceleration: 15.0          # optional |qddot| limit (default: none)
         effort: 87.0                # |torque| limit, N m
         default: 0.0                # default pose
         kp: 400.0                   # PD gains of the position actuator
@@ -48,6 +49,7 @@ MJCF with MuJoCo (:func:`robots.build.robot_mjspec`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,7 @@ class JointSpec:
     kp: float
     kd: float
     action_scale: float
+    acceleration: float = math.inf  # |qddot| limit; inf when robot.yaml gives none
 
 
 @dataclass(frozen=True)
@@ -152,6 +155,16 @@ class RobotSpec:
     def upper(self) -> np.ndarray:
         """Upper joint position limits [nj] (rad, m for prismatic joints)."""
         return np.array([j.upper for j in self.joints])
+
+    @property
+    def velocity(self) -> np.ndarray:
+        """Joint velocity limits [nj] (rad/s, m/s for prismatic joints)."""
+        return np.array([j.velocity for j in self.joints])
+
+    @property
+    def acceleration(self) -> np.ndarray:
+        """Joint acceleration limits [nj] (rad/s^2); inf where robot.yaml gives none."""
+        return np.array([j.acceleration for j in self.joints])
 
     @property
     def kp(self) -> np.ndarray:
@@ -230,6 +243,17 @@ def _limits(entry: dict, path: Path, where: str) -> tuple[float, float, float, f
     velocity = _number(_require(entry, "velocity", path, where, "give |qdot| limit"), path, where)
     effort = _number(_require(entry, "effort", path, where, "give |torque| limit"), path, where)
     return lower, upper, velocity, effort
+
+
+def _acceleration(entry: dict, path: Path, where: str) -> float:
+    """The optional ``acceleration`` limit of a joint (inf when absent), > 0."""
+    if "acceleration" not in entry:
+        return math.inf
+    value = _number(entry["acceleration"], path, where + "acceleration")
+    if not value > 0:
+        raise RobotSpecError(path, where + "acceleration", f"{value} is not > 0",
+                             "give the |qddot| limit in rad/s^2 (or leave the key out)")
+    return value
 
 
 def _xyaxes_from_lookat(pos: np.ndarray, target: np.ndarray) -> tuple[float, ...]:
@@ -341,6 +365,7 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
             kp=_number(_require(entry, "kp", path, where, "give the P gain"), path, where + "kp"),
             kd=_number(_require(entry, "kd", path, where, "give the D gain"), path, where + "kd"),
             action_scale=_number(entry.get("action_scale", 1.0), path, where + "action_scale"),
+            acceleration=_acceleration(entry, path, where),
         ))
     names = [j.name for j in joints]
     if len(set(names)) != len(names):

@@ -83,6 +83,14 @@ def test_inverted_limits(panda_copy):
     _expect(panda_copy, "position", "not below")
 
 
+def test_acceleration_limit_is_optional_and_positive(panda_copy):
+    np.testing.assert_array_equal(load_robot("panda").acceleration,
+                                  [15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])
+    assert np.all(np.isinf(load_robot("go2").acceleration))  # robot.yaml gives none
+    _edit(panda_copy, lambda d: d["joints"][1].update(acceleration=-7.5))
+    _expect(panda_copy, "joints[1] (joint2).acceleration", "is not > 0")
+
+
 def test_unknown_site(panda_copy):
     _edit(panda_copy, lambda d: d["sites"].update(ee="nowhere"))
     _expect(panda_copy, "sites.ee", "nowhere")

@@ -21,15 +21,22 @@ from embodied_ros.description import (
     parse_remappings,
     sim_deploy_nodes,
 )
-from embodied_ros.messages import JointIndex, StateError, joint_state_arrays
+from embodied_ros.messages import (
+    DifferencedVelocity,
+    JointIndex,
+    StateError,
+    joint_state_arrays,
+    trajectory_message,
+)
 from embodied_ros.observation import (
     ReachObservation,
     RobotState,
     WalkObservation,
     floating_base_state,
 )
-from embodied_ros.params import OUTPUTS, PARAMETERS, SAFE_MODES
+from embodied_ros.params import OUTPUTS, PARAMETERS, SAFE_MODES, ConfigError, Params
 from embodied_ros.safety import (
+    CommandLimiter,
     TargetLimits,
     Watchdog,
     clamp_targets,
@@ -125,21 +132,68 @@ def test_soft_start_ramps_from_measured_pose_to_default():
     assert done and not done0
 
 
-def test_watchdog_age_and_ticks():
-    dog = Watchdog(control_dt=0.02, periods=3)
+def test_watchdog_judges_state_age_with_hysteresis():
+    dog = Watchdog(max_age=0.06, recover_s=0.04)
     assert not dog.fresh(0.0)  # nothing received yet
-    dog.state_received(10.0)
-    dog.tick()
-    dog.tick()
-    assert dog.fresh(10.04)
-    assert not dog.fresh(10.07)  # older than three periods
-    dog.tick()
-    assert not dog.fresh(10.01)  # three ticks without state
-    dog.state_received(10.08)
-    assert dog.fresh(10.09)
-    dog = Watchdog(control_dt=0.02, periods=3)
+    for t in (10.0, 10.02, 10.04):  # fresh only after recover_s of steady state
+        dog.state_received(t)
+        assert dog.fresh(t + 0.001) == (t >= 10.04)
+    # However many control ticks pass: only the state's age counts.
+    assert all(dog.fresh(10.04 + k * 0.01) for k in range(7))
+    assert not dog.fresh(10.11)  # older than 60 ms
+    dog.state_received(10.12)
+    assert not dog.fresh(10.121)  # one state after a trip is not enough
+    dog.state_received(10.14)
+    dog.state_received(10.16)
+    assert dog.fresh(10.161)
+    # The header stamp counts too: a state stamped 100 ms ago is stale on arrival.
+    dog.state_received(10.18, stamp=10.08)
+    assert dog.age(10.18) == pytest.approx(0.1) and not dog.fresh(10.18)
+    dog = Watchdog(max_age=3 * 0.02, recover_s=0.0)
     dog.state_received(2 * 0.02)
     assert dog.fresh(5 * 0.02)  # exactly three periods (0.06000000000000001 s) is fresh
+
+
+def test_command_limiter_bounds_velocity_and_acceleration():
+    robot = load_robot("panda")
+    limits = TargetLimits.from_robot(robot, margin=0.02, max_step=0.25, torque_scale=1.0)
+    dt = robot.control_dt
+    limiter = CommandLimiter.from_robot(robot, limits, dt)
+    limiter.reset(robot.default_pose)
+    rng = np.random.default_rng(0)
+    wild = [robot.default_pose + rng.uniform(-3, 3, 7) for _ in range(100)]
+    # jumps, a target held still (hold), a target at the position limits
+    wanted = wild + [wild[-1]] * 100 + [robot.upper + 1.0] * 150
+    out = np.array([robot.default_pose] + [limiter(t) for t in wanted])
+    v = np.diff(out, axis=0) / dt
+    a = np.diff(v, axis=0, prepend=np.zeros((1, 7))) / dt
+    assert np.all(np.abs(v) <= robot.velocity + 1e-9)
+    assert np.all(np.abs(a) <= robot.acceleration + 1e-6)
+    assert np.all(out >= limits.lower - 1e-12) and np.all(out <= limits.upper + 1e-12)
+    held = np.clip(wild[-1], limits.lower, limits.upper)
+    np.testing.assert_allclose(out[200], held, atol=1e-9)  # stops at a held target
+    np.testing.assert_allclose(out[-1], limits.upper, atol=1e-9)  # brakes into the limit
+    # The quickest hold: braking from full speed, the targets stop at stopping_point()
+    # without turning back.
+    limiter.reset(robot.default_pose)
+    for _ in range(30):
+        limiter(robot.default_pose + 2.0)
+    stop = limiter.stopping_point()
+    direction = np.sign(limiter.velocity)
+    braking = np.array([limiter(stop) for _ in range(30)])
+    assert np.all(np.diff(braking, axis=0) * direction >= -1e-12)  # never turns back
+    np.testing.assert_array_equal(braking[-1], stop)
+    infinite = CommandLimiter(np.full(2, -1.0), np.ones(2), np.ones(2),
+                              np.full(2, math.inf), 0.02)
+    infinite.reset(np.zeros(2))  # no acceleration limit: velocity only
+    np.testing.assert_allclose(infinite(np.array([0.5, -0.01])), [0.02, -0.01])
+
+
+def test_differenced_velocity():
+    est = DifferencedVelocity()
+    np.testing.assert_array_equal(est(np.array([1.0, 2.0]), 5.0), [0.0, 0.0])
+    np.testing.assert_allclose(est(np.array([1.1, 1.9]), 5.02), [5.0, -5.0])
+    np.testing.assert_allclose(est(np.array([1.3, 1.9]), 5.02), [5.0, -5.0])  # same time
 
 
 def test_tilt_from_quaternion():
@@ -169,6 +223,16 @@ def test_joint_states_are_mapped_by_name_and_checked():
     with pytest.raises(StateError, match="lacks joints"):
         joint_state_arrays(JointState(name=names[1:], position=[0.0] * 8, velocity=[0.0] * 8),
                            joints, fingers)
+    # Positions only (sensor_msgs allows it): no velocities, for the node to estimate.
+    q, qd, _ = joint_state_arrays(JointState(name=names, position=[0.0] * 9), joints, fingers)
+    assert qd is None and q.shape == (7,)
+
+
+def test_trajectory_is_stamped_to_start_on_receipt():
+    msg = trajectory_message(["a", "b"], np.array([0.1, 0.2]), 0.05)
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (0, 0)
+    assert (msg.points[0].time_from_start.sec, msg.points[0].time_from_start.nanosec) == \
+        (0, 50_000_000)
 
 
 # ------------------------------------------------------- parameter files
@@ -186,6 +250,16 @@ def test_parameter_file_fits_the_robot_spec(robot_name):
     assert sim["command"] == policy["output"]  # the simulated robot follows that topic
     assert (policy["attitude_limit"] > 0) == robot.floating_base
     assert (policy["safe_mode"] == "damp") == robot.floating_base
+
+
+@pytest.mark.parametrize("key,value,message", [
+    ("trajectory_stamp", "state", "trajectory_stamp 'state'"),
+    ("trajectory_horizon", 0.0, "trajectory_horizon 0.0 s must be > 0"),
+    ("watchdog_recover_periods", -1.0, "watchdog_recover_periods >= 0")])
+def test_parameters_are_checked(key, value, message):
+    values = {**PARAMETERS, "robot": "panda", "policy_path": "p.pt", key: value}
+    with pytest.raises(ConfigError, match=message):
+        Params(**values).check()
 
 
 # --------------------------------------------------------- launch description

@@ -1,7 +1,7 @@
 """A probe node in this process on the same DDS graph as node processes it launches.
 
 Used by the tests and the benchmark: record topics, wait for conditions, call lifecycle
-transitions, and stop every launched process group at the end.
+transitions and trigger services, and stop every launched process group at the end.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from lifecycle_msgs.srv import ChangeState
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
+from std_srvs.srv import Trigger
 
 from embodied_ros.description import NodeSpec
 from embodied_ros.isolation import can_isolate, private_network, unique_domain_id
@@ -125,6 +126,14 @@ class RosGraph:
         future = client.call_async(request)
         self.wait_for(future.done, timeout, f"{name} of {node_path}")
         return bool(future.result().success)
+
+    def call_trigger(self, service: str, timeout: float = 30.0) -> Trigger.Response:
+        """Call a std_srvs/Trigger service; its response."""
+        client = self.node.create_client(Trigger, service)
+        self.wait_for(lambda: client.service_is_ready(), timeout, service)
+        future = client.call_async(Trigger.Request())
+        self.wait_for(future.done, timeout, f"the response of {service}")
+        return future.result()
 
     def __enter__(self) -> RosGraph:
         return self

@@ -45,14 +45,34 @@ class JointIndex:
         return out
 
 
-def joint_state_arrays(msg: JointState, joints: JointIndex,
-                       fingers: JointIndex | None) -> tuple[np.ndarray, ...]:
-    """(q, qd, finger_q) of a JointState; velocities are required for the robot's joints."""
+def joint_state_arrays(msg: JointState, joints: JointIndex, fingers: JointIndex | None
+                       ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(q, qd, finger_q) of a JointState; ``qd`` is None when the message carries no
+    velocities (sensor_msgs allows an empty ``velocity``), else required for our joints."""
     q = joints.take(msg.name, msg.position, "joint positions")
-    qd = joints.take(msg.name, msg.velocity, "joint velocities")
+    qd = joints.take(msg.name, msg.velocity, "joint velocities") if len(msg.velocity) else None
     finger = fingers.take(msg.name, msg.position, "finger positions") if fingers else \
         np.zeros(0)
     return q, qd, finger
+
+
+class DifferencedVelocity:
+    """Joint velocities from successive positions, for drivers that publish none."""
+
+    def __init__(self) -> None:
+        self.q: np.ndarray | None = None
+        self.t = 0.0
+        self.qd: np.ndarray | None = None
+
+    def __call__(self, q: np.ndarray, t: float) -> np.ndarray:
+        """Velocity at time ``t`` (s) of positions ``q``: the difference quotient to the
+        previous sample (zero at the first sample; the previous value if time stood still)."""
+        if self.q is None or self.qd is None:
+            self.qd = np.zeros_like(q)
+        elif t > self.t:
+            self.qd = (q - self.q) / (t - self.t)
+        self.q, self.t = q.copy(), t
+        return self.qd.copy()
 
 
 def imu_arrays(msg: Imu) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +94,8 @@ def vector3(v) -> np.ndarray:
 
 def trajectory_message(names: list[str], positions: np.ndarray, horizon_s: float,
                        stamp=None) -> JointTrajectory:
-    """A one-point JointTrajectory reaching ``positions`` after ``horizon_s``."""
+    """A one-point JointTrajectory reaching ``positions`` ``horizon_s`` after ``stamp``
+    (None: a zero stamp, which a joint_trajectory_controller reads as "start on receipt")."""
     msg = JointTrajectory()
     if stamp is not None:
         msg.header.stamp = stamp

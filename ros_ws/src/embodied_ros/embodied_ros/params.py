@@ -12,6 +12,9 @@ OUTPUTS = ("joint_trajectory", "position_array")
 # watches for stale state.
 TRIGGERS = ("timer", "state")
 SAFE_MODES = ("hold", "damp")
+# zero: a JointTrajectory starts when the controller receives it (a zero header stamp);
+# now: stamped with the node's clock at publishing (controller and node share a clock).
+TRAJECTORY_STAMPS = ("zero", "now")
 
 PARAMETERS: dict[str, Any] = {
     "robot": "",
@@ -21,9 +24,11 @@ PARAMETERS: dict[str, Any] = {
     "trigger": "timer",
     "output": "joint_trajectory",
     "trajectory_horizon": 0.02,
+    "trajectory_stamp": "zero",
     "command_gripper": False,
     "safe_mode": "hold",
     "watchdog_periods": 3.0,
+    "watchdog_recover_periods": 2.0,
     "joint_limit_margin": 0.02,
     "max_target_step": 0.25,
     "torque_limit_scale": 1.0,
@@ -50,9 +55,11 @@ class Params:
     trigger: str
     output: str
     trajectory_horizon: float
+    trajectory_stamp: str
     command_gripper: bool
     safe_mode: str
     watchdog_periods: float
+    watchdog_recover_periods: float
     joint_limit_margin: float
     max_target_step: float
     torque_limit_scale: float
@@ -75,3 +82,11 @@ class Params:
             raise ConfigError(f"output '{self.output}' is not one of {OUTPUTS}")
         if self.safe_mode not in SAFE_MODES:
             raise ConfigError(f"safe_mode '{self.safe_mode}' is not one of {SAFE_MODES}")
+        if self.trajectory_stamp not in TRAJECTORY_STAMPS:
+            raise ConfigError(f"trajectory_stamp '{self.trajectory_stamp}' is not one of "
+                              f"{TRAJECTORY_STAMPS}")
+        if not self.trajectory_horizon > 0:
+            raise ConfigError(f"trajectory_horizon {self.trajectory_horizon} s must be > 0")
+        if not self.watchdog_periods > 0 or self.watchdog_recover_periods < 0:
+            raise ConfigError("watchdog_periods must be > 0 and watchdog_recover_periods "
+                              ">= 0")

@@ -7,8 +7,9 @@ A lifecycle node (``embodied_policy``):
   on ``~/safety_state``, an artifact that does not fit the robot
   (``embodied.policy_io.check_against_robot``), a task it has no observation builder for,
   or a control period that differs from the robot spec's;
-* **activate** succeeds only once fresh state has arrived; it starts a soft start (a
-  ramp from the measured pose to the default pose), then hands over to the policy;
+* **activate** succeeds only once fresh state has arrived and no e-stop is latched; it
+  starts a soft start (a ramp from the measured pose to the default pose), then hands
+  over to the policy;
 * **deactivate** / shutdown / SIGINT send the safe command once.
 
 Topics (relative, so a namespace applies; remap them for a given robot):
@@ -20,20 +21,33 @@ Topics (relative, so a namespace applies; remap them for a given robot):
 ``cmd_vel``               geometry_msgs/Twist     in     legged: (vx, vy, yaw rate)
 ``goal``                  geometry_msgs/PointStamped in  arm reach target, base frame
 ``e_stop``                std_msgs/Bool           in     true latches the safe state
+``~/reset_e_stop``        std_srvs/Trigger      service  releases a latched e-stop
 ``joint_trajectory``      trajectory_msgs/JointTrajectory out (``output: joint_trajectory``)
 ``joint_position_targets`` std_msgs/Float64MultiArray out (``output: position_array``)
 ``~/safety_state``        std_msgs/String (JSON)  out    mode and reason, on every change
 ``~/loop_stats``          std_msgs/String (JSON)  out    rate, jitter, latency p50/p99
 ========================  =============================  ==============================
 
-Safety (parameters in ``config/<robot>.yaml``): a watchdog (state older than
-``watchdog_periods`` control periods -> safe state; when fresh state returns, the policy
-resumes after an outage shorter than ``resume_window_s``, else a soft start runs again);
-the safe state itself (``hold``: keep the pose measured at the trip, arms; ``damp``:
+Safety (parameters in ``config/<robot>.yaml``): a watchdog on the state's age (receipt
+time and header stamp against the node's clock; older than ``watchdog_periods`` control
+periods -> safe state; fresh again after ``watchdog_recover_periods`` of steady state;
+then the policy, or an interrupted soft start, resumes after an outage shorter than
+``resume_window_s``, else a soft start runs again);
+the safe state itself (``hold``: the targets brake to a stop as fast as the acceleration
+limits allow and stay there, arms; ``damp``:
 targets follow the measured pose so only the D term acts, legged robots); clamps on
 observations, joint targets (limits with a margin), per-step target change and the PD
-torque estimate; an e-stop topic; an attitude cut-off for legged robots; and a
-non-finite check in front of every published command.
+torque estimate; an e-stop topic (latched until ``~/reset_e_stop`` while the topic says
+false; activation is refused while latched); an attitude cut-off for legged robots; a
+non-finite check in front of every published command; and, last, the robot's velocity
+and acceleration limits on every published target (:class:`embodied_ros.safety.
+CommandLimiter`). A JointState without velocities is accepted: velocities are then
+estimated by differencing positions (logged once).
+
+Each JointTrajectory has one point ``trajectory_horizon`` after its stamp; the stamp is
+zero (``trajectory_stamp: zero``: a joint_trajectory_controller starts it on receipt)
+or the node's clock at publishing (``now``), so the controller never finds it already
+ended.
 """
 
 from __future__ import annotations
@@ -46,6 +60,7 @@ from typing import Any
 import numpy as np
 import rclpy
 import torch
+from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import PointStamped, Twist, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.duration import Duration
@@ -60,11 +75,13 @@ from rclpy.qos import (
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Bool, Float64MultiArray, String
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from embodied.policy_io import ExportError, check_against_robot, load_policy
 from embodied_ros.description import POLICY_NODE, as_bool
 from embodied_ros.messages import (
+    DifferencedVelocity,
     JointIndex,
     StateError,
     array_message,
@@ -76,6 +93,7 @@ from embodied_ros.messages import (
 from embodied_ros.observation import ObservationBuilder, RobotState, make_builder
 from embodied_ros.params import PARAMETERS, ConfigError, Params
 from embodied_ros.safety import (
+    CommandLimiter,
     LoopStats,
     TargetLimits,
     Watchdog,
@@ -87,7 +105,8 @@ from embodied_ros.spin import spin_until_signal
 from robots import RobotSpecError, load_robot
 from robots.actions import make_action_map
 
-# Modes in which the safe command is sent; the first three latch until re-activation.
+# Modes in which the safe command is sent; the first three latch (e_stop until the reset
+# service, the others until re-activation).
 LATCHED = ("e_stop", "attitude", "non_finite_action")
 SAFE_STATES = (*LATCHED, "watchdog", "non_finite_observation")
 # State in: newest only, never block the sender. Commands out: reliable depth 1 (matches
@@ -182,15 +201,19 @@ class PolicyNode(LifecycleNode):
         self.command_names = robot.ros_joint_names + (list(robot.gripper.ros_names)
                                                       if with_fingers else [])
         inputs = ["joint_states"] + (["imu", "base_velocity"] if builder.legged else [])
-        self.watchdogs = {name: Watchdog(p.control_dt, p.watchdog_periods) for name in inputs}
+        self.watchdogs = {name: Watchdog(p.watchdog_periods * p.control_dt,
+                                         p.watchdog_recover_periods * p.control_dt)
+                          for name in inputs}
+        self.limiter = CommandLimiter.from_robot(robot, self.limits, p.control_dt)
+        self.velocity_estimate: DifferencedVelocity | None = None
         self.stats = LoopStats(p.control_dt)
         self.state: RobotState | None = None
         self.imu: tuple[np.ndarray, np.ndarray] | None = None
         self.base_vel: np.ndarray | None = None
-        self.state_stamp = None
         self.command = np.zeros(3)
         self.goal: np.ndarray | None = None
         self.rejected = 0
+        self.e_stop_asserted = self.e_stop_latched = False
         self.last_step = -math.inf
         self._reset_control()
 
@@ -212,9 +235,11 @@ class PolicyNode(LifecycleNode):
         else:
             self.command_pub = self.create_publisher(Float64MultiArray,
                                                      "joint_position_targets", COMMAND_QOS)
-        timers = [self.create_timer(p.control_dt, self._on_timer),
-                  self.create_timer(p.stats_period_s, self._publish_stats)]
-        self._ros_objects = [*[(self.destroy_subscription, s) for s in objs],
+        self.control_timer = self.create_timer(p.control_dt, self._on_timer)
+        timers = [self.control_timer, self.create_timer(p.stats_period_s, self._publish_stats)]
+        reset = self.create_service(Trigger, "~/reset_e_stop", self._on_reset_e_stop)
+        self._ros_objects = [(self.destroy_service, reset),
+                             *[(self.destroy_subscription, s) for s in objs],
                              (self.destroy_publisher, self.command_pub),
                              *[(self.destroy_timer, t) for t in timers]]
 
@@ -228,11 +253,18 @@ class PolicyNode(LifecycleNode):
         self.hold_target: np.ndarray | None = None
         self.soft_start_from: np.ndarray | None = None
         self.soft_start_t0 = 0.0
-        self.safe_since, self.policy_ran = 0.0, False
+        self.safe_since, self.interrupted = 0.0, ""
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Start the soft start, only if every state input is fresh."""
+        """Start the soft start, only if every state input is fresh and no e-stop latched."""
         now = self.now()
+        if self.e_stop_latched:
+            reason = "activation refused: e-stop latched (" + (
+                "the e_stop topic still says true" if self.e_stop_asserted else
+                "call ~/reset_e_stop") + ")"
+            self.get_logger().warning(reason)
+            self._set_mode("e_stop", reason)
+            return TransitionCallbackReturn.FAILURE
         stale = {n: w.age(now) for n, w in self.watchdogs.items() if not w.fresh(now)}
         if stale or self.state is None:
             ages = ", ".join(f"{n} {a:.3f} s old" if math.isfinite(a) else f"no {n} yet"
@@ -241,6 +273,7 @@ class PolicyNode(LifecycleNode):
             self._set_mode("inactive", f"activation refused: no fresh state ({ages})")
             return TransitionCallbackReturn.FAILURE
         self._reset_control()
+        self.limiter.reset(self.state.q)
         self._start_soft_start(now)
         self.active = True
         self.lifecycle_state = "active"
@@ -296,15 +329,26 @@ class PolicyNode(LifecycleNode):
         except StateError as err:
             self._reject("joint_states", err)
             return
+        now = self.now()
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        if qd is None:
+            qd = self._estimate_velocity(q, stamp or now)
         if self.state is None:
             self.state = RobotState(q, qd, finger)
         else:
             self.state.q, self.state.qd, self.state.finger_q = q, qd, finger
-        self.state_stamp = msg.header.stamp
-        now = self.now()
-        self.watchdogs["joint_states"].state_received(now)
+        self.watchdogs["joint_states"].state_received(now, stamp)
         if self.p.trigger == "state" and now - self.last_step >= 0.5 * self.p.control_dt:
             self._step(now)  # act on the newest state at once (at most ~2x the control rate)
+
+    def _estimate_velocity(self, q: np.ndarray, t: float) -> np.ndarray:
+        """Joint velocities by differencing, for a JointState without any (said once)."""
+        if self.velocity_estimate is None:
+            self.velocity_estimate = DifferencedVelocity()
+            self.get_logger().warning("joint_states carry no velocities: estimating them by "
+                                      "differencing positions over the header stamps "
+                                      "(receipt times when unstamped)")
+        return self.velocity_estimate(q, t)
 
     def _on_imu(self, msg: Imu) -> None:
         try:
@@ -339,12 +383,31 @@ class PolicyNode(LifecycleNode):
             self.goal = goal
 
     def _on_e_stop(self, msg: Bool) -> None:
-        if msg.data and self.mode != "e_stop":
-            self.get_logger().error("e-stop: safe state latched (deactivate and activate "
-                                    "again to resume)")
+        self.e_stop_asserted = bool(msg.data)
+        if msg.data and not self.e_stop_latched:
+            self.e_stop_latched = True
+            self.get_logger().error("e-stop: safe state latched (release the e-stop, then "
+                                    "call ~/reset_e_stop)")
             self._enter_safe("e_stop", "e-stop topic")
             if self.active:
                 self.send_safe_command("e_stop")
+
+    def _on_reset_e_stop(self, request: Trigger.Request, response: Trigger.Response
+                         ) -> Trigger.Response:
+        """Release a latched e-stop once the topic says false; an active node soft-starts."""
+        if self.e_stop_asserted:
+            response.success, response.message = False, "e-stop still asserted on e_stop"
+        elif not self.e_stop_latched:
+            response.success, response.message = True, "no e-stop latched"
+        else:
+            self.e_stop_latched = False
+            response.success, response.message = True, "e-stop released"
+            if self.active and self.state is not None:
+                self._start_soft_start(self.now())
+            else:
+                self._set_mode("inactive", "e-stop released")
+        self.get_logger().info(f"reset_e_stop: {response.message}")
+        return response
 
     # -------------------------------------------------------------- the loop
     def _fresh(self, now: float) -> bool:
@@ -353,9 +416,10 @@ class PolicyNode(LifecycleNode):
     def _on_timer(self) -> None:
         """The control timer: a control step (trigger ``timer``), or in trigger ``state``
         only the watchdog (a step that sends the safe command once state is stale)."""
+        # due - (time to the next call): how late this call runs (timers keep their grid)
+        self.stats.timer_fired(self.control_timer.timer_period_ns * 1e-9 -
+                               self.control_timer.time_until_next_call() * 1e-9)
         now = self.now()
-        for w in self.watchdogs.values():
-            w.tick()
         if self.p.trigger == "timer" or not self._fresh(now):
             self._step(now)
 
@@ -374,17 +438,11 @@ class PolicyNode(LifecycleNode):
                 w = self.watchdogs["joint_states"]
                 self._enter_safe("watchdog", "state too old", {
                     "state_age_s": {n: w.age(now) for n, w in self.watchdogs.items()},
-                    "ticks_since_state": {n: w.ticks_since_state
-                                          for n, w in self.watchdogs.items()},
                     "max_age_s": w.max_age})
             self.send_safe_command("watchdog")
             return
         if self.mode in ("watchdog", "non_finite_observation"):
-            if now - self.safe_since <= self.p.resume_window_s and self.policy_ran:
-                self._set_mode("policy", "fresh state again after "
-                               f"{now - self.safe_since:.2f} s: policy resumes")
-            else:
-                self._start_soft_start(now)
+            self._resume(now)
         if self.builder.legged and self.p.attitude_limit > 0:
             tilt = tilt_from_quat(self.imu[0])
             if tilt > self.p.attitude_limit:
@@ -442,6 +500,19 @@ class PolicyNode(LifecycleNode):
             self.last_action[-1] = 1.0
         self._set_mode("policy", "soft start done")
 
+    def _resume(self, now: float) -> None:
+        """Fresh state after an outage: a short one resumes what it interrupted (the policy,
+        or the soft start where it stood), a longer one starts a soft start again."""
+        outage = now - self.safe_since
+        if outage <= self.p.resume_window_s and self.interrupted == "policy":
+            self._set_mode("policy", f"fresh state again after {outage:.2f} s: policy resumes")
+        elif outage <= self.p.resume_window_s and self.interrupted == "soft_start":
+            self.soft_start_t0 += outage  # the ramp's clock stood still during the outage
+            self._set_mode("soft_start", f"fresh state again after {outage:.2f} s: soft "
+                           "start resumes")
+        else:
+            self._start_soft_start(now)
+
     def _start_soft_start(self, now: float) -> None:
         self.soft_start_from = self.state.q.copy()
         self.soft_start_t0 = now
@@ -456,13 +527,17 @@ class PolicyNode(LifecycleNode):
             self.command_pub.wait_for_all_acked(Duration(seconds=0.5))
 
     def _enter_safe(self, mode: str, reason: str, extra: dict | None = None) -> None:
-        self.hold_target = None if self.state is None else self.state.q.copy()
+        if self.active and self.limiter.last is not None:
+            self.hold_target = self.limiter.stopping_point()  # brake, do not turn back
+        else:
+            self.hold_target = None if self.state is None else self.state.q.copy()
         self.safe_since = self.now()
-        self.policy_ran = self.mode == "policy"
+        self.interrupted = self.mode
         self._set_mode(mode, reason, extra)
 
     def send_safe_command(self, reason: str) -> None:
-        """Publish the safe command: hold the pose of the trip, or damp (follow the pose)."""
+        """Publish the safe command: hold (stop as soon as the limits allow and stay there),
+        or damp (follow the measured pose)."""
         if self.state is None or not hasattr(self, "command_pub"):
             return
         if self.p.safe_mode == "damp" or self.hold_target is None:
@@ -473,25 +548,33 @@ class PolicyNode(LifecycleNode):
 
     def _send(self, target: np.ndarray, clamp: bool, compute_s: float = 0.0,
               now: float | None = None) -> None:
-        """Clamp (policy and soft start), check finiteness, publish, remember."""
+        """Clamp (policy and soft start), check finiteness, limit velocity and acceleration
+        (every command, last), publish, remember."""
         if clamp:
             target = clamp_targets(target, self.target, self.state.q, self.state.qd,
                                    self.limits)
         else:
             target = np.clip(target, self.limits.lower, self.limits.upper)
-        positions = np.concatenate([target, self.finger_target])[:len(self.command_names)]
-        if not np.all(np.isfinite(positions)):  # never let NaN reach a command
+        if not np.all(np.isfinite(target)) or not np.all(np.isfinite(self.finger_target)):
             self._enter_safe("non_finite_action", "non-finite joint target")
-            return
+            return  # never let NaN reach a command (nor the limiter's memory)
+        if self.limiter.last is None:  # a safe command before any activation
+            self.limiter.reset(self.state.q)
+        target = self.limiter(target)
+        positions = np.concatenate([target, self.finger_target])[:len(self.command_names)]
         self.target = target
         if self.p.output == "joint_trajectory":
             msg = trajectory_message(self.command_names, positions, self.p.trajectory_horizon,
-                                     self.state_stamp)
+                                     self._trajectory_stamp())
         else:
             msg = array_message(self.robot.ros_joint_names, target)
         self.command_pub.publish(msg)
         if now is not None:
             self.stats.command(compute_s, self.watchdogs["joint_states"].age(now))
+
+    def _trajectory_stamp(self) -> TimeMsg | None:
+        """The header stamp of a JointTrajectory: None (zero: start on receipt) or now."""
+        return self.get_clock().now().to_msg() if self.p.trajectory_stamp == "now" else None
 
     # ------------------------------------------------------------- reporting
     def _set_mode(self, mode: str, reason: str, extra: dict | None = None) -> None:

@@ -1,9 +1,11 @@
 """The policy node's safety logic as plain functions and small classes (no ROS).
 
-Every joint target the node publishes passes :func:`clamp_targets`: joint limits with a
-margin, a largest change per control step, and a torque estimate from the robot's PD
-gains. :class:`Watchdog` decides when state is too old, :func:`soft_start_targets`
-ramps to the default pose, :class:`LoopStats` keeps the control-loop timing.
+Policy and soft-start targets pass :func:`clamp_targets` (joint limits with a margin, a
+largest change per control step, a torque estimate from the robot's PD gains); then
+every published target, safe commands included, passes :class:`CommandLimiter` (the
+robot's velocity and acceleration limits), last. :class:`Watchdog` decides by time when
+state is too old, :func:`soft_start_targets` ramps to the default pose,
+:class:`LoopStats` keeps the control-loop timing.
 """
 
 from __future__ import annotations
@@ -75,35 +77,120 @@ def tilt_from_quat(quat_wxyz: np.ndarray) -> float:
 
 
 class Watchdog:
-    """State is stale when older than ``periods`` control periods, or when ``periods``
-    control ticks passed without a new state message (whichever comes first)."""
+    """Whether one state input is fresh enough to act on, judged by time, with hysteresis.
 
-    def __init__(self, control_dt: float, periods: float):
-        if periods <= 0:
-            raise ValueError("watchdog_periods must be > 0")
-        self.max_age = periods * control_dt
-        self.max_ticks = periods
-        self.last_state: float | None = None
-        self.ticks_since_state = 0
+    A state's age is the larger of ``now - receipt time`` and ``now - header stamp`` (the
+    stamp only when the sender set one), both on the node's clock. The input trips once
+    that age exceeds ``max_age``; after a trip (and before the first state) it is fresh
+    again only when states have kept arriving, no gap between them longer than
+    ``max_age``, for ``recover_s``. Between control ticks nothing is counted, so a late
+    timer under CPU load does not trip it while the stream is on time.
+    """
 
-    def state_received(self, now: float) -> None:
-        """A valid state message arrived at ``now`` (monotonic seconds)."""
-        self.last_state = now
-        self.ticks_since_state = 0
+    def __init__(self, max_age: float, recover_s: float):
+        if max_age <= 0 or recover_s < 0:
+            raise ValueError("the watchdog needs max_age > 0 and recover_s >= 0")
+        self.max_age, self.recover_s = max_age, recover_s
+        self.last_receipt: float | None = None
+        self.last_stamp: float | None = None
+        self.fresh_since = math.inf  # receipt time of the first state after the last gap
+        self.tripped = True
 
-    def tick(self) -> None:
-        """One control tick happened."""
-        self.ticks_since_state += 1
+    def state_received(self, now: float, stamp: float | None = None) -> None:
+        """A valid state arrived at ``now``; ``stamp``: its header stamp (None or 0: unset)."""
+        if self.last_receipt is None or now - self.last_receipt > self.max_age:
+            self.fresh_since = now
+        self.last_receipt = now
+        self.last_stamp = stamp if stamp else None
 
     def age(self, now: float) -> float:
-        """Seconds since the last valid state (inf before the first)."""
-        return math.inf if self.last_state is None else now - self.last_state
+        """Seconds since the newest state was received or stamped (inf before the first)."""
+        if self.last_receipt is None:
+            return math.inf
+        age = now - self.last_receipt
+        return age if self.last_stamp is None else max(age, now - self.last_stamp)
 
     def fresh(self, now: float) -> bool:
-        """The newest state is recent enough to act on."""
-        # (1e-9: on simulation time ages are exact multiples of the period; exactly three
-        # periods is not older than three periods)
-        return self.age(now) <= self.max_age + 1e-9 and self.ticks_since_state < self.max_ticks
+        """The newest state is recent enough to act on (updates the trip state)."""
+        # (1e-9: on simulation time ages are exact multiples of the period; exactly the
+        # maximum age is not older than it)
+        if not self.age(now) <= self.max_age + 1e-9:
+            self.tripped = True
+            return False
+        if self.tripped and now - self.fresh_since >= self.recover_s - 1e-9:
+            self.tripped = False
+        return not self.tripped
+
+
+class CommandLimiter:
+    """The last filter of every published joint target: the robot's velocity and
+    acceleration limits, and room to stop before the position limits.
+
+    Targets are a position stream at the control period ``dt``: the implied velocity
+    ``(target - previous) / dt`` stays within ``velocity`` and changes by at most
+    ``acceleration * dt`` per step, and it never exceeds the speed from which the joint
+    can still stop (at that deceleration) at the requested target or at ``lower`` /
+    ``upper``. A joint whose ``acceleration`` is inf has only the velocity bound.
+    """
+
+    def __init__(self, lower: np.ndarray, upper: np.ndarray, velocity: np.ndarray,
+                 acceleration: np.ndarray, dt: float):
+        if dt <= 0 or np.any(velocity <= 0) or np.any(acceleration <= 0):
+            raise ValueError("the command limiter needs dt, velocity and acceleration > 0")
+        self.lower, self.upper, self.dt = lower, upper, dt
+        self.vmax, self.acc = velocity, acceleration
+        self.last: np.ndarray | None = None
+        self.velocity = np.zeros_like(velocity)
+
+    @classmethod
+    def from_robot(cls, robot: RobotSpec, limits: TargetLimits, dt: float) -> CommandLimiter:
+        """The limits of ``robot.yaml`` (positions as in ``limits``, i.e. with the margin)."""
+        return cls(limits.lower, limits.upper, robot.velocity, robot.acceleration, dt)
+
+    def reset(self, q: np.ndarray) -> None:
+        """Start from the measured pose ``q`` at rest."""
+        self.last, self.velocity = q.copy(), np.zeros_like(self.vmax)
+
+    def stopping_point(self) -> np.ndarray:
+        """Where the targets come to rest when they brake from now on at the acceleration
+        limit (each next step ``acceleration * dt`` slower): the quickest hold."""
+        if self.last is None:
+            raise RuntimeError("CommandLimiter.reset(q) must be called first")
+        speed = np.abs(self.velocity)
+        dv = np.where(np.isfinite(self.acc), self.acc * self.dt, math.inf)
+        n = np.floor(speed / dv)  # steps with speed left: speed - i dv for i = 1..n
+        travel = self.dt * (n * speed - dv * n * (n + 1) / 2)
+        return np.clip(self.last + np.sign(self.velocity) * travel, self.lower, self.upper)
+
+    def stopping_speed(self, distance: np.ndarray) -> np.ndarray:
+        """Largest speed from which steps of ``acceleration * dt`` less speed each stop
+        within ``distance`` (>= 0)."""
+        # From speed v = (n + f) a dt (0 <= f < 1) the steps travel (n + 1) dt (v - n a dt / 2):
+        # n is the largest integer with n (n + 1) a dt^2 / 2 <= distance.
+        finite = np.isfinite(self.acc)
+        dv = np.where(finite, self.acc, 1.0) * self.dt
+        distance = np.maximum(distance, 0.0)
+        n = np.floor(0.5 * (np.sqrt(1.0 + 8.0 * distance / (dv * self.dt)) - 1.0))
+        return np.where(finite, distance / ((n + 1) * self.dt) + 0.5 * n * dv, math.inf)
+
+    def __call__(self, target: np.ndarray) -> np.ndarray:
+        """``target`` limited; remembered as the previous target of the next call."""
+        if self.last is None:
+            raise RuntimeError("CommandLimiter.reset(q) must be called before the first target")
+        delta = target - self.last
+        speed = np.minimum(np.abs(delta) / self.dt, self.stopping_speed(np.abs(delta)))
+        v = np.sign(delta) * speed
+        dv = self.acc * self.dt
+        v = np.clip(v, self.velocity - dv, self.velocity + dv)
+        v = np.clip(v, -self.vmax, self.vmax)
+        v = np.clip(v, -self.stopping_speed(self.last - self.lower),
+                    self.stopping_speed(self.upper - self.last))
+        # a target within every bound is sent as is (bit for bit: a held pose stays still)
+        out = np.where(v == delta / self.dt, target, self.last + v * self.dt)
+        out = np.clip(out, self.lower, self.upper)
+        self.velocity = (out - self.last) / self.dt
+        self.last = out
+        return out
 
 
 def percentiles(values, qs=(50, 99)) -> list[float]:
@@ -113,14 +200,16 @@ def percentiles(values, qs=(50, 99)) -> list[float]:
 
 
 class LoopStats:
-    """Control-loop timing over the last ``window`` ticks: period, jitter, compute time,
-    and the age of the state each command was computed from (state -> command latency)."""
+    """Control-loop timing over the last ``window`` ticks: period, jitter, how late the
+    control timer fired (executor and OS scheduling), compute time, and the age of the
+    state each command was computed from (state -> command latency)."""
 
     def __init__(self, control_dt: float, window: int = 1000):
         self.dt = control_dt
         self.periods: deque[float] = deque(maxlen=window)
         self.compute: deque[float] = deque(maxlen=window)
         self.state_age: deque[float] = deque(maxlen=window)
+        self.timer_late: deque[float] = deque(maxlen=window)
         self.last_tick: float | None = None
         self.ticks = 0
 
@@ -131,21 +220,28 @@ class LoopStats:
         self.last_tick = now
         self.ticks += 1
 
+    def timer_fired(self, late_s: float) -> None:
+        """Record how late the control timer's callback ran after its scheduled time."""
+        self.timer_late.append(late_s)
+
     def command(self, compute_s: float, state_age_s: float) -> None:
         """Record a published command: its compute time and the age of its input state."""
         self.compute.append(compute_s)
         self.state_age.append(state_age_s)
 
     def summary(self) -> dict[str, float]:
-        """p50/p99 of period, |period - dt| (jitter), compute time, state age; in ms."""
+        """p50/p99 of period, |period - dt| (jitter), timer lateness, compute time, state
+        age; in ms."""
         ms = 1000.0
         period = percentiles(self.periods)
         jitter = percentiles(abs(p - self.dt) for p in self.periods)
         compute = percentiles(self.compute)
         age = percentiles(self.state_age)
+        late = percentiles(self.timer_late)
         return {"ticks": self.ticks, "rate_hz": (1.0 / float(np.mean(self.periods))
                                                  if self.periods else math.nan),
                 "period_p50_ms": period[0] * ms, "period_p99_ms": period[1] * ms,
                 "jitter_p50_ms": jitter[0] * ms, "jitter_p99_ms": jitter[1] * ms,
+                "timer_late_p50_ms": late[0] * ms, "timer_late_p99_ms": late[1] * ms,
                 "compute_p50_ms": compute[0] * ms, "compute_p99_ms": compute[1] * ms,
                 "state_age_p50_ms": age[0] * ms, "state_age_p99_ms": age[1] * ms}

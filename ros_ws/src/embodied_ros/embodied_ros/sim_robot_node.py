@@ -18,8 +18,9 @@ first point's positions) or ``joint_position_targets`` (std_msgs/Float64MultiArr
 robot.yaml order), per the ``command`` parameter. With ``publish_clock`` it publishes
 the simulation time on ``/clock`` (``sim_deploy`` runs the policy node on it).
 ``~/reset`` (std_msgs/Empty) puts the robot back in its default pose. ``~/loop_stats``
-(JSON) reports the step rate and the latency from a state message to the command
-computed from it (for JointTrajectory, whose header carries the stamp of that state).
+(JSON) reports the step rate and the latency from the newest state message to each
+command's arrival (on this node's clock; a command that arrives after the next state
+counts from that one).
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class SimRobotNode(Node):
         self.latency: deque[float] = deque(maxlen=2000)
         self.periods: deque[float] = deque(maxlen=2000)
         self.commands = self.steps = 0
+        self._state_sent: float | None = None  # node clock (s) of the newest JointState
         self._last_tick: float | None = None
         self.create_timer(robot.control_dt / rtf, self._tick)
         self.create_timer(2.0, self._publish_stats)
@@ -160,11 +162,7 @@ class SimRobotNode(Node):
             act = self.actuator.get(name)
             if act is not None and np.isfinite(value):
                 self.data.ctrl[act] = value
-        self.commands += 1
-        stamp = Time.from_msg(msg.header.stamp)
-        if stamp.nanoseconds > 0:
-            now = self.get_clock().now()
-            self.latency.append((now - stamp).nanoseconds * 1e-9)
+        self._command_received()
 
     def _on_array(self, msg: Float64MultiArray) -> None:
         values = np.asarray(msg.data, dtype=np.float64)
@@ -173,7 +171,12 @@ class SimRobotNode(Node):
                                       f"{values.tolist()}", throttle_duration_sec=1.0)
             return
         self.data.ctrl[:self.nj] = values
+        self._command_received()
+
+    def _command_received(self) -> None:
         self.commands += 1
+        if self._state_sent is not None:
+            self.latency.append(self.get_clock().now().nanoseconds * 1e-9 - self._state_sent)
 
     # -------------------------------------------------------------- loop
     def _tick(self) -> None:
@@ -201,6 +204,7 @@ class SimRobotNode(Node):
         js.velocity = d.qvel[self.dadr].tolist()
         js.effort = [float(d.actuator_force[self.actuator[n]]) for n in self.ros_names]
         self.state_pub.publish(js)
+        self._state_sent = Time.from_msg(stamp).nanoseconds * 1e-9
         base = PoseStamped()
         base.header.stamp, base.header.frame_id = stamp, "world"
         _set_pose(base, d.xpos[self.base_id], d.xquat[self.base_id])
