@@ -11,11 +11,11 @@ from sim.tasks.panda_base.cube import cube_observation_config
 
 def _rewards() -> dict[str, RewardTermCfg]:
     return {
-        "push_approach": RewardTermCfg(1.0),
-        "push_pose": RewardTermCfg(2.0, {"std": 0.05}),
-        "cube_to_goal": RewardTermCfg(4.0, {"std": 0.1}),
-        "gripper_open": RewardTermCfg(-1.0),
-        "action_rate": RewardTermCfg(-0.01),
+        "push_approach": RewardTermCfg(0.5),
+        "push_pose": RewardTermCfg(2.0, {"std": 0.2}),
+        "push_cube": RewardTermCfg(4.0, {"std": 0.1}),
+        "gripper_open": RewardTermCfg(-0.2),
+        "action_rate": RewardTermCfg(-0.005),
         "success": RewardTermCfg(10.0),
     }
 

@@ -8,9 +8,15 @@ import torch
 
 from sim.task import TermFunctions, per_step
 from sim.tasks.panda_base import ARM_OBSERVATIONS, TABLE_TOP
-from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask, cube_to_goal
+from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask
 from sim.tasks.panda_push.config import PandaPushConfig
-from sim.tasks.panda_push.terms import gripper_open, obs_push_target_rel, push_approach, push_pose
+from sim.tasks.panda_push.terms import (
+    gripper_open,
+    obs_push_target_rel,
+    push_approach,
+    push_cube,
+    push_pose,
+)
 from sim.terms import action_rate, success
 
 SUCCESS_RADIUS = 0.05  # planar cube centre to goal centre
@@ -20,10 +26,11 @@ REACHED_DISTANCE = 0.06  # tcp to cube centre: "at the cube"
 PUSH_STANDOFF = 0.015  # pushing pose: tcp this far behind the cube face opposite the goal
 PUSH_HEIGHT = 0.022  # pushing pose: tcp height above the table (the expert's)
 PUSH_LEAD = 0.02  # the reward's target leads the pushing pose by this towards the goal
-BACK_FACE_MARGIN = 0.01  # the tcp counts as behind the cube up to this past its back face
-APPROACH_SLOPE = 1.5  # approach: target height rises 1.5 cm per cm the tcp is past that
+BACK_FACE_MARGIN = 0.011  # the tcp counts as behind the cube up to this past its back face
+APPROACH_SLOPE = 5.0  # approach: target height rises 5 cm per cm the tcp is past that
 APPROACH_LIFT = 0.12  # ... up to 12 cm above the pushing height (clears the cube)
 RELEASE_RADIUS = 0.03  # cube centre this close to the goal centre: the reward lets go of the tcp
+PUSHING_DISTANCE = 0.03  # tcp this close to the push target: "pushing" (gates push_cube)
 
 
 def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Tensor,
@@ -77,12 +84,15 @@ class PandaPush(CubeTask):
     its target): the policy need not derive the push direction from the cube and
     goal positions itself.
 
-    Reward (weights and parameters: :class:`PandaPushConfig`): the dense "oracle"
-    terms ``push_approach`` (linear, a gradient from the start pose ~0.5 m away
-    where a tanh kernel is flat) and ``push_pose`` (tanh kernel) towards
-    :func:`push_target`, ``cube_to_goal``, ``gripper_open`` (a penalty: the
-    closed fingers are the pusher) and ``action_rate``, plus the sparse
-    ``success`` term; a sparse reward mode keeps only ``success``.
+    Reward (weights and parameters: :class:`PandaPushConfig`), staged and gated: the
+    dense "oracle" terms ``push_approach`` (linear, a gradient from the start pose
+    ~0.5 m away) and ``push_pose`` (tanh kernel) towards :func:`push_target`;
+    ``push_cube`` (a tanh kernel of the cube-to-goal distance) only while the tcp is
+    at the push target and the cube rests on the table; ``gripper_open`` (a penalty:
+    the closed fingers are the pusher) and ``action_rate``; and ``success``, the
+    largest term, which replaces the two kernels once it holds. A cube lifted over
+    the goal or a tcp hovering there scores far less than success. A sparse reward
+    mode keeps only ``success``.
     """
 
     name = "panda_push"
@@ -93,7 +103,7 @@ class PandaPush(CubeTask):
     observation_functions: ClassVar[TermFunctions] = {
         **ARM_OBSERVATIONS, **CUBE_OBSERVATIONS, "push_target_rel": obs_push_target_rel}
     reward_functions: ClassVar[TermFunctions] = {
-        "push_approach": push_approach, "push_pose": push_pose, "cube_to_goal": cube_to_goal,
+        "push_approach": push_approach, "push_pose": push_pose, "push_cube": push_cube,
         "gripper_open": gripper_open, "action_rate": action_rate, "success": success}
 
     @property
@@ -108,10 +118,20 @@ class PandaPush(CubeTask):
         """[B] distance of the tcp to :attr:`push_target`."""
         return (self.push_target - self.ee_pos).norm(dim=1)
 
+    @property
+    def pushing(self) -> torch.Tensor:
+        """[B] the tcp is within ``PUSHING_DISTANCE`` of :attr:`push_target`."""
+        return self.ee_push_dist < PUSHING_DISTANCE
+
+    @property
+    def cube_on_table(self) -> torch.Tensor:
+        """[B] the cube rests on the table (lifted less than ``REST_HEIGHT``)."""
+        return self.cube_height < REST_HEIGHT
+
     @per_step
     def success(self) -> torch.Tensor:
         """Cube centre within 5 cm of the goal centre, resting on the table."""
-        return (self.cube_goal_dist < SUCCESS_RADIUS) & (self.cube_height < REST_HEIGHT)
+        return (self.cube_goal_dist < SUCCESS_RADIUS) & self.cube_on_table
 
     def touching(self) -> torch.Tensor:
         """[B] a finger pad is within 1 cm of the cube surface."""
