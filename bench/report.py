@@ -55,6 +55,17 @@ def ppo(r: dict) -> str:
     bounds = [f"{k}: >= {v:.1f}x (never reached 95% within {reach['sb3_budget_s']:.0f} s)"
               for k, v in reach.get("ratio_vs_sb3_lower_bound", {}).items()]
     lines += ["", "Time to 95% of SB3 over ours: " + "; ".join(ratios + bounds) + "."]
+    push = r.get("panda_push") or {}
+    if "action_spaces" in push:
+        lines += ["", "| panda_push action space (shipped settings, dense reward) | seeds | "
+                  "mean success against env steps | final | best | training time |",
+                  "| --- | ---: | --- | ---: | ---: | ---: |"]
+        for action, a in push["action_spaces"].items():
+            curve = ", ".join(f"{steps / 1e6:.1f}M: {ok:.0%}" for steps, ok in a["mean_curve"])
+            lines.append(f"| {action}{' (shipped)' if action == push['shipped_action'] else ''}"
+                         f" | {len(a['seeds'])} | {curve} | {a['mean_final_success']:.0%} | "
+                         f"{a['mean_best_success']:.0%} | {a['mean_train_wall_s']:.0f} s |")
+        lines.append("")
     for task in ("panda_push", "go2_walk"):
         t = r.get(task)
         if not t or "train_wall_s" not in t:

@@ -148,5 +148,11 @@ def test_lifted_cube_and_hovering_over_the_goal_do_not_score_like_success():
         assert success > 2.0 * max(lifted, hover, push), reward
         assert push > hover, reward
         assert push > lifted, reward
+        # The cube term pays only for the tcp low behind the cube, not at the raised
+        # approach target above it.
+        assert task.pushing[2:].tolist() == [False, True]
+        over = push_target(task.ee_pos, task.cube_pos, task.goal[:, :2], HALF)[2].tolist()
+        _place(env, 2, over, (0.45, -0.05, z), goal)
+        assert over[2] > TABLE_TOP + 2 * HALF and not env.task.pushing[2]
     finally:
         env.close()

@@ -34,7 +34,7 @@ PUSHING_DISTANCE = 0.03  # tcp this close to the push target: "pushing" (gates p
 
 
 def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Tensor,
-                cube_half: float) -> torch.Tensor:
+                cube_half: float, lift: bool = True) -> torch.Tensor:
     """[B, 3] where the dense push reward pulls the tcp (world frame).
 
     The pushing pose (behind the cube on the side away from the goal, at pushing
@@ -48,6 +48,7 @@ def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Ten
     cube scores like the pushing pose. Once
     the cube centre is within ``RELEASE_RADIUS`` of the goal the target is the
     tcp itself: the shaping no longer steers the tcp and the policy can let go.
+    Without ``lift``: the pushing target itself, never raised.
     """
     to_goal = goal_xy - cube_pos[:, :2]
     direction = to_goal / to_goal.norm(dim=1, keepdim=True).clamp_min(1e-6)
@@ -55,7 +56,9 @@ def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Ten
     target[:, :2] = cube_pos[:, :2] - (cube_half + PUSH_STANDOFF - PUSH_LEAD) * direction
     along = ((ee_pos[:, :2] - cube_pos[:, :2]) * direction).sum(1)
     past = (along + cube_half + BACK_FACE_MARGIN).clamp_min(0.0)
-    target[:, 2] = TABLE_TOP + PUSH_HEIGHT + (APPROACH_SLOPE * past).clamp_max(APPROACH_LIFT)
+    target[:, 2] = TABLE_TOP + PUSH_HEIGHT
+    if lift:
+        target[:, 2] += (APPROACH_SLOPE * past).clamp_max(APPROACH_LIFT)
     # Cube at the goal: no target (the push direction is ill-conditioned there, and a
     # target swinging round the cube would knock it out again).
     return torch.where((to_goal.norm(dim=1) < RELEASE_RADIUS)[:, None], ee_pos, target)
@@ -119,9 +122,13 @@ class PandaPush(CubeTask):
         return (self.push_target - self.ee_pos).norm(dim=1)
 
     @property
+    @per_step
     def pushing(self) -> torch.Tensor:
-        """[B] the tcp is within ``PUSHING_DISTANCE`` of :attr:`push_target`."""
-        return self.ee_push_dist < PUSHING_DISTANCE
+        """[B] the tcp is within ``PUSHING_DISTANCE`` of the pushing target at pushing
+        height (:func:`push_target` without the approach lift): behind the cube, low."""
+        target = push_target(self.ee_pos, self.cube_pos, self.goal[:, :2], self.cube_half,
+                             lift=False)
+        return (target - self.ee_pos).norm(dim=1) < PUSHING_DISTANCE
 
     @property
     def cube_on_table(self) -> torch.Tensor:
