@@ -50,3 +50,48 @@ def test_policy_checks_accept_ee_delta_at_20_hz_and_the_node_runs_at_it(push_env
     wrong = {**meta, "action_dim": 8, "control_dt": 0.0123}
     problems = " ".join(policy_mismatches(wrong, env.robot))
     assert "action_dim: policy 8" in problems and "control_dt" in problems
+
+
+ROBOT_SIDE = r"""
+import importlib.abc, json, sys
+
+class Blocked(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("mujoco", "sim"):
+            raise ImportError(f"{name} is blocked: robot-side code must not import it")
+        return None
+
+sys.meta_path.insert(0, Blocked())
+import torch
+from robots import load_robot
+from robots.actions import action_map_from_metadata
+
+case = json.load(sys.stdin)
+amap = action_map_from_metadata(case["action"], load_robot("panda"), case["control_dt"])
+amap.reset(torch.zeros(1, dtype=torch.long), torch.tensor([case["q0"]], dtype=torch.float64))
+out = [amap(torch.tensor([a], dtype=torch.float64))[0].tolist() for a in case["actions"]]
+print(json.dumps(out))
+"""
+
+
+def test_ee_delta_runs_on_the_robot_side_without_mujoco(push_env):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = push_env
+    env.reset(seed=4)
+    q0 = env.task.joint_pos[:1].clone()
+    ours = action_map_from_metadata(env.action_map.metadata(), env.robot, env.control_dt)
+    ours.reset(torch.zeros(1, dtype=torch.long), q0)
+    actions = [[0.5, -0.2, -1.0, 1.0], [0.0, 1.0, 0.3, -1.0], [-1.0, 0.0, 0.0, 0.0]]
+    want = [ours(torch.tensor([a], dtype=torch.float64))[0].tolist() for a in actions]
+    case = {"action": env.action_map.metadata(), "control_dt": env.control_dt,
+            "q0": q0[0].tolist(), "actions": actions}
+    proc = subprocess.run([sys.executable, "-c", ROBOT_SIDE], input=json.dumps(case),
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=0, atol=1e-12)
