@@ -349,13 +349,15 @@ INTROS = {
         "with its documented defaults and SB3 PPO tuned to our batch settings, in one run. "
         "The target was 10x faster than SB3: met against SB3's defaults (a lower bound, "
         "they never reach 95%), missed against SB3 tuned to our settings (ours needs fewer "
-        "env steps at a similar per-step cost). The `panda_push` and `go2_walk` lines train "
-        "the shipped per-task settings within a budget (push 20 min, go2 30 min); both "
-        "finished their configured iterations first. `go2_walk` meets its target (walks "
-        "forward steadily); `panda_push` misses its 80% target. These two sections were "
-        "rerun with `--only <section>` (go2 on a quiet machine, push beside other jobs at a "
-        "load of about 3), which merges them into the same JSON; the `panda_reach` "
-        "comparison is from the earlier full run."),
+        "env steps at a similar per-step cost). The `panda_push` table trains the shipped "
+        "per-task settings (3M env steps) for each action space listed (one seed so far: "
+        "the 3-seed, three-action-space run did not fit the time; rerun on 2026-11-24 with "
+        "`--only panda_push --push-actions ee_delta --push-seeds 1` beside other jobs at a "
+        "load of 6-8, hence its wall-clock); it misses its 90% target. The `go2_walk` line "
+        "trains the shipped settings within 30 min and meets its target (walks forward "
+        "steadily); it was rerun with `--only go2_walk` on a quiet machine. `--only` runs "
+        "merge into the same JSON; the `panda_reach` comparison is from the earlier full "
+        "run."),
     "reward_model": (
         "`bench/reward_model.py` trains the learned PRM for each Panda task (`--reuse-prm` "
         "keeps earlier ones) and reports its held-out metrics, its scoring speed (256 "

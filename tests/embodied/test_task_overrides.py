@@ -36,7 +36,7 @@ def test_a_reward_override_reaches_the_env_and_the_resolved_config():
     assert terms.rewards["push_pose"].weight == 2.5
     assert terms.rewards["push_pose"].params == {"std": 0.1}
     assert terms.observations["cube_pos"].noise == 0.0
-    assert terms.rewards["push_cube"].weight == 4.0  # the rest keep their defaults
+    assert terms.rewards["push_cube"].weight == 0.4  # the rest keep their defaults
 
 
 @pytest.mark.parametrize(("override", "message"), [
