@@ -23,11 +23,15 @@ Sections (one function per task; each returns a JSON-ready dict):
   ``ratio_vs_ours_lower_bound`` uses its budget for that seed. Also the throughput split of
   ours (collection vs learning steps/s) against raw env stepping in the same run,
   and a PNG of success against wall-clock (bench/results/ppo_panda_reach.png).
-* ``panda_push`` and ``go2_walk``: hooks for the per-task settings being tuned
-  (configs/algo/ppo/<task>.yaml); skipped with the reason recorded when that file
-  does not exist. panda_push: deterministic success after a fixed budget with the
-  task's dense (oracle) reward. go2_walk: velocity tracking error and distance
-  walked under a constant 0.5 m/s forward command
+* ``panda_push``: the shipped settings (configs/algo/ppo/panda_push.yaml) with the
+  task's dense (oracle) reward, ``push_seeds`` seeds for each action space of
+  ``push_action_spaces`` (``--push-actions`` picks some; the others train the shipped
+  settings with ``task.action`` overridden, at the same control rate and horizon):
+  deterministic success on the fixed evaluation episodes against env steps, its mean
+  over seeds.
+* ``go2_walk``: a hook for the per-task settings (configs/algo/ppo/go2_walk.yaml;
+  skipped with the reason recorded when that file does not exist): velocity tracking
+  error and distance walked under a constant 0.5 m/s forward command
   (embodied.locomotion_eval.evaluate_velocity_tracking).
 """
 
@@ -48,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 import torch
-from common import RESULTS, merge_sections, parse_args, rate, write_result
+from common import RESULTS, merge_sections, parser, rate, write_result
 from omegaconf import DictConfig, OmegaConf
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
@@ -58,22 +62,28 @@ from embodied.envs import make_train_env
 from embodied.learners.sb3 import build_model, sb3_policy, wrap_env
 from embodied.rl import OnPolicyRunner, PPOConfig
 from embodied.rl.evaluate import evaluate
+from robots.actions import ACTION_TYPES
 from sim.adapters.sb3_vec import SB3VecEnv
 
 TARGET = 0.95
 EVAL_SEED = 12_345
 SB3_FACTOR = 10.0  # SB3 contenders get this many times ours' time to 95% ...
 # budget_s: ours' training budget; sb3_cap_s: the cap on each SB3 contender's budget;
-# hook_*: the panda_push/go2_walk sections (quick: fewer envs); hook_budget_s per task:
-# go2_walk gets the issue's 30 minutes. A full run takes about 75 minutes on 2 cores.
+# hook_*: the panda_push/go2_walk sections (quick: fewer envs); hook_budget_s per task
+# caps each training's wall-clock (panda_push stops at its 3M env steps first on an idle
+# 2-core machine); go2_walk gets the issue's 30 minutes. push_*: the panda_push section's
+# seeds and action spaces. A full run takes about 75 minutes on 2 cores plus the push
+# section's trainings.
 FULL = {"seeds": [0, 1, 2], "budget_s": 600.0, "sb3_cap_s": 480.0, "eval_episodes": 64,
         "eval_every_iterations": 5,
-        "hook_budget_s": {"panda_push": 1200.0, "go2_walk": 1800.0}, "hook_eval_episodes": 64,
-        "hook_overrides": [], "go2_eval_seconds": 10.0, "raw_seconds": 3.0}
+        "hook_budget_s": {"panda_push": 1800.0, "go2_walk": 1800.0}, "hook_eval_episodes": 64,
+        "hook_overrides": [], "go2_eval_seconds": 10.0, "raw_seconds": 3.0,
+        "push_seeds": 3, "push_action_spaces": ["ee_delta", "joint_delta", "joint_position"]}
 QUICK = {"seeds": [0], "budget_s": 5.0, "sb3_cap_s": 5.0, "eval_episodes": 16,
          "eval_every_iterations": 2,
          "hook_budget_s": {"panda_push": 1.0, "go2_walk": 1.0}, "hook_eval_episodes": 4,
-         "hook_overrides": ["num_envs=32"], "go2_eval_seconds": 1.5, "raw_seconds": 0.3}
+         "hook_overrides": ["num_envs=32"], "go2_eval_seconds": 1.5, "raw_seconds": 0.3,
+         "push_seeds": 1, "push_action_spaces": ["ee_delta"]}
 Policy = Callable[[torch.Tensor], torch.Tensor]
 RSL_RL_PYTHON = Path(__file__).resolve().parent.parent / ".venv-rsl_rl" / "bin" / "python"
 CONTENDERS = ("ours", "rsl_rl", "sb3_default", "sb3_tuned")
@@ -505,14 +515,55 @@ def _train_fixed_budget(task: str, s: dict[str, Any]) -> tuple[dict[str, Any], O
     return result, runner, cfg
 
 
+def _push_run(action: str | None, seed: int, s: dict[str, Any]) -> dict[str, Any]:
+    """One panda_push training with the shipped settings (``action``: another action
+    space at the same rate and horizon; None: the shipped one), its evaluation curve."""
+    extra = [f"seed={seed}"] + ([f"task.action={action}"] if action else [])
+    cfg = train_cfg("panda_push", *s["hook_overrides"], *extra)
+    probe = Probe(cfg, s["hook_eval_episodes"])
+    iters = max(1, int(cfg.max_iterations) // 10)  # ~10 evaluations over the config's budget
+    result, runner = run_ours(cfg, s["hook_budget_s"]["panda_push"], iters, probe, target=None)
+    probe.close()
+    result.update(seed=seed, action=str(cfg.task.action), control_dt=runner.env.control_dt,
+                  config_iterations=int(cfg.max_iterations),
+                  final_success=result["success_curve"][-1][2],
+                  stopped_by="time budget" if runner.iteration < int(cfg.max_iterations)
+                  else "config iterations")
+    return result
+
+
+def push_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean over seeds: final and best success, training wall-clock, the mean curve
+    (success against env steps, at the evaluations every run shares)."""
+    curves = [{steps: ok for _, steps, ok in r["success_curve"]} for r in runs]
+    shared = sorted(set.intersection(*(set(c) for c in curves)))
+    return {
+        "seeds": [r["seed"] for r in runs],
+        "mean_final_success": round(float(np.mean([r["final_success"] for r in runs])), 4),
+        "mean_best_success": round(float(np.mean([r["best_success"] for r in runs])), 4),
+        "mean_train_wall_s": round(float(np.mean([r["train_wall_s"] for r in runs])), 1),
+        "env_steps": runs[0]["env_steps"],
+        "mean_curve": [(steps, round(float(np.mean([c[steps] for c in curves])), 4))
+                       for steps in shared],
+        "runs": runs,
+    }
+
+
 def panda_push(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
-    """Hook: deterministic success after a fixed budget, the task's dense (oracle) reward."""
+    """Deterministic success after the shipped budget, the task's dense (oracle) reward,
+    ``push_seeds`` seeds per action space (the shipped one first)."""
     if skipped := _skipped("panda_push"):
         return skipped
-    result, _, _ = _train_fixed_budget("panda_push", s)
-    result["reward"] = "the task's dense (oracle) reward"
-    result["final_success"] = result["success_curve"][-1][2] if result["success_curve"] else None
-    return result
+    shipped = str(train_cfg("panda_push").task.action)
+    spaces: dict[str, Any] = {}
+    for action in s["push_action_spaces"]:
+        runs = [_push_run(None if action == shipped else action, seed, s)
+                for seed in range(s["push_seeds"])]
+        spaces[action] = push_summary(runs)
+        print(f"  {action}: {spaces[action]['mean_curve']}", flush=True)
+    return {"reward": "the task's dense (oracle) reward", "shipped_action": shipped,
+            "config": str(_per_task_config("panda_push").relative_to(config_dir().parent)),
+            "action_spaces": spaces}
 
 
 def go2_walk(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
@@ -545,8 +596,17 @@ SECTIONS: dict[str, Callable[[bool, dict[str, Any]], dict[str, Any]]] = {
 
 
 def main() -> None:
-    args = parse_args(__doc__.splitlines()[0], sections=list(SECTIONS))
-    settings = QUICK if args.quick else FULL
+    cli = parser(__doc__.splitlines()[0], sections=list(SECTIONS))
+    cli.add_argument("--push-actions", nargs="+", choices=list(ACTION_TYPES), default=None,
+                     help="panda_push: only these action spaces (default: all three)")
+    cli.add_argument("--push-seeds", type=int, default=None,
+                     help="panda_push: seeds per action space (default: 3)")
+    args = cli.parse_args()
+    settings = dict(QUICK if args.quick else FULL)
+    if args.push_actions:
+        settings["push_action_spaces"] = args.push_actions
+    if args.push_seeds:
+        settings["push_seeds"] = args.push_seeds
     figures: dict[str, Any] = {"settings": settings, "target_success": TARGET,
                                "sb3_factor": SB3_FACTOR}
     start = time.perf_counter()

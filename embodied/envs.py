@@ -16,6 +16,8 @@ def env_kwargs(task_cfg: DictConfig) -> dict[str, Any]:
               "randomization": DomainRandomization(enabled=bool(task_cfg.randomization.enabled))}
     if task_cfg.episode_length_s is not None:
         kwargs["episode_length_s"] = float(task_cfg.episode_length_s)
+    if task_cfg.get("decimation") is not None:
+        kwargs["decimation"] = int(task_cfg.decimation)
     if task_cfg.get("action") is not None:
         kwargs["action"] = str(task_cfg.action)
     terms = {k: task_cfg[k] for k in ("rewards", "observations") if task_cfg.get(k) is not None}

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from robots.actions import ACTION_TYPES
+from robots.actions import ACTION_TYPES, action_map_from_metadata
 
 ONNX_METADATA_KEY = "embodied.policy"
 TS_METADATA_FILE = "policy.json"
@@ -172,11 +172,13 @@ def policy_mismatches(meta: dict[str, Any], robot: Any) -> list[str]:
     if list(meta.get("ros_joint_names", [])) != robot.ros_joint_names:
         problems.append(f"ROS joint names/order: policy {meta.get('ros_joint_names')}, "
                         f"robot {robot.ros_joint_names}")
-    if int(meta.get("action_dim", -1)) != robot.action_dim:
-        problems.append(f"action_dim: policy {meta.get('action_dim')}, robot {robot.action_dim}")
     action = meta.get("action") or {}
     if action.get("type") not in ACTION_TYPES:
         problems.append(f"action type: policy '{action.get('type')}', supported {ACTION_TYPES}")
+    elif int(meta.get("action_dim", -1)) != (
+            dim := action_map_from_metadata(action, robot, robot.control_dt).action_dim):
+        problems.append(f"action_dim: policy {meta.get('action_dim')}, robot {dim} "
+                        f"({action['type']} actions)")
     for key, value in (("default_pose", robot.default_pose),
                        ("action_scale", robot.action_scale)):
         theirs = np.asarray(action.get(key, []), dtype=float)
@@ -185,10 +187,24 @@ def policy_mismatches(meta: dict[str, Any], robot: Any) -> list[str]:
     if (action.get("gripper") is None) != (robot.gripper is None):
         problems.append(f"gripper: policy {'has' if action.get('gripper') else 'has no'} "
                         f"gripper action, robot {'has' if robot.gripper else 'has no'} gripper")
-    if abs(float(meta.get("control_dt", -1.0)) - robot.control_dt) > 1e-9:
-        problems.append(f"control_dt: policy {meta.get('control_dt')} s, robot "
-                        f"{robot.control_dt} s")
+    steps = float(meta.get("control_dt", -1.0)) / robot.timestep
+    if round(steps) < 1 or abs(steps - round(steps)) > 1e-6:
+        problems.append(f"control_dt: policy {meta.get('control_dt')} s is not a whole number "
+                        f"of robot '{robot.name}' physics steps ({robot.timestep} s)")
     return problems
+
+
+def policy_control_dt(meta: dict[str, Any], requested: float = 0.0) -> float:
+    """The control period (s) to run an exported policy at: the one it was trained at.
+
+    That is its metadata's ``control_dt``; a nonzero ``requested`` period must equal it
+    (else :class:`PolicyMismatchError`).
+    """
+    dt = float(meta["control_dt"])
+    if requested and abs(requested - dt) > 1e-9:
+        raise PolicyMismatchError(f"control_dt {requested} s differs from the policy's {dt} s "
+                                  f"(the period it was trained at); 0 runs at the policy's")
+    return dt
 
 
 def check_against_robot(meta: dict[str, Any], robot: Any) -> None:

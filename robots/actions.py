@@ -10,13 +10,22 @@ hardware. Two action spaces:
 - ``joint_delta`` (:class:`JointDeltaAction`): the action moves the previous
   target, ``q_target += speed * velocity_limit * control_dt * action``: a joint
   velocity command bounded by the robot's velocity limits (precise manipulation,
-  where an absolute action's exploration noise moves the hand by decimetres).
+  where an absolute action's exploration noise moves the hand by decimetres);
+- ``ee_delta`` (:class:`EEDeltaAction`): the action moves the commanded tool
+  centre point (``ee`` site) by a bounded Cartesian step (plus, optionally, a hand
+  yaw step) with the hand kept pointing down; damped least-squares IK on the
+  site Jacobian of :class:`robots.kinematics.SiteKinematics` (torch, no MuJoCo)
+  turns it into joint targets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
+from robots.kinematics import SiteKinematics
+from robots.math import clamp_norm, down_rotation, wrap_angle
 from robots.spec import RobotSpec
 
 
@@ -99,14 +108,15 @@ class JointDeltaAction(JointPositionAction):
                "step = speed * velocity_limit * control_dt, q_target = q at start")
 
     def __init__(self, robot: RobotSpec, num_envs: int, speed: float = 0.5,
-                 device: torch.device | str = "cpu"):
+                 device: torch.device | str = "cpu", control_dt: float | None = None):
         super().__init__(robot, device)
         if not 0.0 < speed <= 1.0:
             raise ValueError(f"joint_delta speed must be in (0, 1] (a share of the velocity "
                              f"limits), got {speed}")
         self.speed = speed
+        self.control_dt = control_dt or robot.control_dt
         velocity = torch.tensor([j.velocity for j in robot.joints], dtype=self.default.dtype)
-        self.step = speed * velocity * robot.control_dt
+        self.step = speed * velocity * self.control_dt
         self.target = self.default.expand(num_envs, -1).clone()
 
     def __call__(self, actions: torch.Tensor) -> torch.Tensor:
@@ -133,17 +143,145 @@ class JointDeltaAction(JointPositionAction):
 
     def metadata(self) -> dict:
         """As :meth:`JointPositionAction.metadata`, plus the per-joint step and speed."""
-        return {**super().metadata(), "step": self.step.tolist(), "speed": self.speed}
+        return {**super().metadata(), "step": self.step.tolist(), "speed": self.speed,
+                "control_dt": self.control_dt}
 
 
-ACTION_TYPES = ("joint_position", "joint_delta")
+class EEDeltaAction(JointDeltaAction):
+    """The action moves the commanded tcp: ``p_cmd += max_speed * control_dt * action[:3]``.
+
+    Stateful like :class:`JointDeltaAction`: the joint targets restart at the measured
+    joint positions on reset. Each step computes, at the current joint targets, the
+    site pose and Jacobian (:class:`SiteKinematics`), the translation step (and, with
+    ``yaw``, a hand-yaw step of ``max_yaw_rate * control_dt * action[3]``; without it
+    the hand yaw of the reset pose is held) and the rotation error to a hand pointing
+    down, and solves damped least squares ``dq = J^T (J J^T + damping^2 I)^-1 e`` with
+    the null space pulled towards the default posture. The joint step is clamped to
+    ``speed`` x the velocity limits x ``control_dt`` (velocity clamp), the new targets
+    to the joint limits. ``bounds`` (low [3], high [3], robot base frame), if given,
+    box the commanded tcp: a command into a table does not wind the targets up into
+    it. Action layout: ``[dx, dy, dz, (dyaw), gripper]`` (the gripper as in
+    :class:`JointPositionAction`).
+    """
+
+    type = "ee_delta"
+    mapping = ("p_cmd = fk(q_target) + max_speed * control_dt * clip(action[:3], -1, 1) "
+               "(hand down, yaw held or stepped by max_yaw_rate * control_dt * action[3]); "
+               "q_target += clamp(dls_ik(p_cmd), velocity step), clamped to [lower, upper]; "
+               "q_target = q at start")
+
+    def __init__(self, robot: RobotSpec, num_envs: int, speed: float = 1.0,
+                 device: torch.device | str = "cpu", control_dt: float | None = None,
+                 max_speed: float = 0.5, yaw: bool = False, max_yaw_rate: float = 1.5,
+                 damping: float = 0.05, rot_weight: float = 0.3, posture_gain: float = 0.02,
+                 bounds: tuple[Sequence[float], Sequence[float]] | None = None):
+        super().__init__(robot, num_envs, speed, device, control_dt)
+        self.bounds = None if bounds is None else tuple(
+            torch.tensor(b, dtype=self.default.dtype) for b in bounds)
+        self.kinematics = SiteKinematics.from_robot(robot, "ee")
+        self.max_speed, self.yaw, self.max_yaw_rate = max_speed, yaw, max_yaw_rate
+        self.damping, self.rot_weight, self.posture_gain = damping, rot_weight, posture_gain
+        self.max_step = max_speed * self.control_dt
+        self.max_yaw_step = max_yaw_rate * self.control_dt
+        self.command_dim = 4 if yaw else 3
+        self.action_dim = self.command_dim + (1 if self.num_fingers else 0)
+        self.hand_yaw = self._yaw_at(self.target)
+
+    def _yaw_at(self, q: torch.Tensor) -> torch.Tensor:
+        rot = self.kinematics.pose(q)[1]
+        return torch.atan2(rot[:, 1, 0], rot[:, 0, 0])
+
+    def joint_step(self, q: torch.Tensor, translation: torch.Tensor,
+                   yaw: torch.Tensor) -> torch.Tensor:
+        """Joint step [B, nj] at joint positions ``q`` that moves the tcp by ``translation``
+        [B, 3] and turns the hand to point down with hand yaw ``yaw`` [B]."""
+        _, rot, jac = self.kinematics.jacobian(q)
+        err_rot = 0.5 * torch.linalg.cross(rot, down_rotation(yaw), dim=1).sum(2)
+        w = self.rot_weight
+        err = torch.cat([translation, w * clamp_norm(err_rot, 0.3)], dim=1)
+        jac = torch.cat([jac[:, :3], w * jac[:, 3:]], dim=1)
+        eye = torch.eye(6, dtype=jac.dtype)
+        pinv = jac.transpose(1, 2) @ torch.linalg.inv(
+            jac @ jac.transpose(1, 2) + self.damping**2 * eye)
+        rest = self.posture_gain * (self.default - q)
+        null = rest - (pinv @ (jac @ rest.unsqueeze(-1))).squeeze(-1)
+        dq = (pinv @ err.unsqueeze(-1)).squeeze(-1) + null
+        return torch.maximum(torch.minimum(dq, self.step), -self.step)
+
+    def __call__(self, actions: torch.Tensor) -> torch.Tensor:
+        """Advance every env's commanded tcp by its action [B, action_dim]; targets
+        [B, ctrl_dim]."""
+        a = actions.to(self.default.dtype).clamp(-1.0, 1.0)
+        if self.yaw:
+            self.hand_yaw.copy_(wrap_angle(self.hand_yaw + self.max_yaw_step * a[:, 3]))
+        step = self.max_step * a[:, :3]
+        if self.bounds is not None:
+            now = self.kinematics.position(self.target)
+            step = torch.maximum(torch.minimum(now + step, self.bounds[1]), self.bounds[0]) - now
+        dq = self.joint_step(self.target, step, self.hand_yaw)
+        self.target.copy_(self._clamp(self.target + dq))
+        return self._with_gripper(self.target, a)
+
+    def reset(self, env_ids: torch.Tensor, joint_pos: torch.Tensor) -> torch.Tensor:
+        """Targets (and held hand yaw) of envs ``env_ids`` restart at joint positions [n, nj]."""
+        targets = super().reset(env_ids, joint_pos)
+        self.hand_yaw[env_ids] = self._yaw_at(self.target[env_ids])
+        return targets
+
+    def target_range(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """[nj] the joint limits (a Cartesian step has no per-joint range of its own)."""
+        return self.lower, self.upper
+
+    def inverse(self, q_target: torch.Tensor, gripper_open: torch.Tensor | None = None):
+        """Actions that move the commanded tcp (and hand yaw) towards those of joint
+        targets ``q_target`` [B, nj] (at most one step)."""
+        want, rot = self.kinematics.pose(q_target.to(self.default.dtype))
+        now = self.kinematics.position(self.target)
+        a = ((want - now) / self.max_step).clamp(-1.0, 1.0)
+        if self.yaw:
+            yaw = torch.atan2(rot[:, 1, 0], rot[:, 0, 0])
+            step = wrap_angle(yaw - self.hand_yaw) / self.max_yaw_step
+            a = torch.cat([a, step.clamp(-1.0, 1.0)[:, None]], dim=1)
+        return self._gripper_action(a, gripper_open)
+
+    def metadata(self) -> dict:
+        """As :meth:`JointDeltaAction.metadata`, plus the Cartesian step settings."""
+        return {**super().metadata(), "max_speed": self.max_speed, "yaw": self.yaw,
+                "max_yaw_rate": self.max_yaw_rate, "damping": self.damping,
+                "rot_weight": self.rot_weight, "posture_gain": self.posture_gain,
+                "bounds": None if self.bounds is None else [b.tolist() for b in self.bounds],
+                "site": self.kinematics.site}
+
+
+ACTION_TYPES = ("joint_position", "joint_delta", "ee_delta")
 
 
 def make_action_map(kind: str, robot: RobotSpec, num_envs: int, speed: float = 0.5,
-                    device: torch.device | str = "cpu") -> JointPositionAction:
-    """The action mapping ``kind`` (one of :data:`ACTION_TYPES`) for ``num_envs`` envs."""
+                    device: torch.device | str = "cpu", control_dt: float | None = None,
+                    ee_bounds: tuple[Sequence[float], Sequence[float]] | None = None
+                    ) -> JointPositionAction:
+    """The action mapping ``kind`` (one of :data:`ACTION_TYPES`) for ``num_envs`` envs
+    stepped every ``control_dt`` seconds (None: the robot's own control period);
+    ``ee_bounds``: the box of the commanded tcp of ``ee_delta``."""
     if kind == "joint_position":
         return JointPositionAction(robot, device)
     if kind == "joint_delta":
-        return JointDeltaAction(robot, num_envs, speed, device)
+        return JointDeltaAction(robot, num_envs, speed, device, control_dt)
+    if kind == "ee_delta":
+        return EEDeltaAction(robot, num_envs, device=device, control_dt=control_dt,
+                             bounds=ee_bounds)
     raise ValueError(f"unknown action type '{kind}'; choose one of {ACTION_TYPES}")
+
+
+def action_map_from_metadata(action: dict, robot: RobotSpec, control_dt: float,
+                             num_envs: int = 1) -> JointPositionAction:
+    """The action mapping an exported policy's ``action`` metadata (``metadata()`` of the
+    training env's mapping) describes, stepped every ``control_dt`` seconds."""
+    kind = str(action.get("type", "joint_position"))
+    if kind != "ee_delta":
+        return make_action_map(kind, robot, num_envs, float(action.get("speed", 0.5)),
+                               control_dt=control_dt)
+    settings = {k: action[k] for k in ("max_speed", "max_yaw_rate", "damping", "rot_weight",
+                                       "posture_gain", "bounds") if k in action}
+    return EEDeltaAction(robot, num_envs, float(action.get("speed", 1.0)), control_dt=control_dt,
+                         yaw=bool(action.get("yaw", False)), **settings)

@@ -73,18 +73,50 @@ class SiteKinematics:
 
     def position(self, q: torch.Tensor) -> torch.Tensor:
         """World positions [B, 3] of the site at joint positions ``q`` [B, n_joints]."""
+        return self.pose(q)[0]
+
+    def pose(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """World positions [B, 3] and orientations [B, 3, 3] of the site at ``q``."""
+        pos, rot, _ = self._chain(q, jacobian=False)
+        return pos, rot
+
+    def jacobian(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Site position [B, 3], orientation [B, 3, 3] and Jacobian [B, 6, n_joints] at ``q``.
+
+        Jacobian rows 0-2: the site's linear velocity, rows 3-5: its angular velocity
+        (world frame), per unit joint velocity (MuJoCo's ``mj_jacSite``).
+        """
+        return self._chain(q, jacobian=True)
+
+    def _chain(self, q: torch.Tensor, jacobian: bool):
         q = q.to(self.dtype)
         batch = q.shape[0]
         pos = torch.zeros(batch, 3, dtype=self.dtype)
         rot = torch.eye(3, dtype=self.dtype).expand(batch, 3, 3)
+        axes = []  # (kind, column, world anchor [B, 3], world axis [B, 3])
         for offset, body_rot, joints in self.links:
             pos = pos + rot @ offset
             rot = rot @ body_rot
             for kind, column, anchor, axis in joints:
+                world_axis = rot @ axis
                 if kind == "hinge":
                     pos = pos + rot @ anchor
+                    if jacobian:
+                        axes.append((kind, column, pos, world_axis))
                     rot = rot @ _axis_angle_matrix(axis, q[:, column])
                     pos = pos - rot @ anchor
                 else:
-                    pos = pos + (rot @ (axis * q[:, column:column + 1])[..., None])[..., 0]
-        return pos + rot @ self.offset
+                    if jacobian:
+                        axes.append((kind, column, pos, world_axis))
+                    pos = pos + world_axis * q[:, column:column + 1]
+        site = pos + rot @ self.offset
+        if not jacobian:
+            return site, rot, None
+        jac = torch.zeros(batch, 6, q.shape[1], dtype=self.dtype)
+        for kind, column, anchor, axis in axes:
+            if kind == "hinge":
+                jac[:, :3, column] += torch.linalg.cross(axis, site - anchor, dim=1)
+                jac[:, 3:, column] += axis
+            else:
+                jac[:, :3, column] += axis
+        return site, rot, jac

@@ -47,3 +47,19 @@ def quat_to_matrix(quat: torch.Tensor) -> torch.Tensor:
 def wrap_angle(angle: torch.Tensor, period: float = 2 * torch.pi) -> torch.Tensor:
     """Angles wrapped into [-period / 2, period / 2)."""
     return torch.remainder(angle + 0.5 * period, period) - 0.5 * period
+
+
+def down_rotation(yaw: torch.Tensor) -> torch.Tensor:
+    """[B, 3, 3] rotation of a hand pointing down (hand z = -world z) with hand yaw ``yaw``.
+
+    ``yaw`` [B] is the angle of the hand x axis about world z.
+    """
+    c, s = yaw.cos(), yaw.sin()
+    zero, one = torch.zeros_like(yaw), torch.ones_like(yaw)
+    return torch.stack([c, s, zero, s, -c, zero, zero, zero, -one], dim=-1).reshape(-1, 3, 3)
+
+
+def clamp_norm(vec: torch.Tensor, max_norm: float) -> torch.Tensor:
+    """Rows of ``vec`` [B, d] scaled down to at most ``max_norm``."""
+    norm = vec.norm(dim=1, keepdim=True).clamp_min(1e-9)
+    return vec * (max_norm / norm).clamp(max=1.0)

@@ -45,6 +45,7 @@ class EnvConfig:
     obs_noise: bool = True
     randomization: DomainRandomization = field(default_factory=DomainRandomization)
     episode_length_s: float | None = None  # None: the task's own
+    decimation: int | None = None  # physics steps per control step; None: the task's own
     divergence_qvel: float = 1e3  # |qvel| above this counts as a diverged simulation
     divergence_jump: float = 1.0  # |change of any qpos| in one control step, likewise
     # Coarser meshes for capsules/cylinders in camera frames: ~4x faster software
@@ -92,7 +93,7 @@ class TaskEnv:
         self.task = task
         self.robot = task.robot
         self.model = compile_task_model(task)
-        self.decimation = self.robot.decimation
+        self.decimation = int(cfg.decimation or task.decimation or self.robot.decimation)
         if physics is None:
             from sim.backends.mujoco_c import mujoco_physics as physics
         self.physics = physics(self.model, cfg.num_envs, self.decimation, cfg)
@@ -102,11 +103,12 @@ class TaskEnv:
         self.device = self.state.device
         self.instruction = task.instruction
         self.camera_names = tuple(task.cameras or self.robot.camera_names)
-        self.action_map = make_action_map(cfg.action or task.action_type, self.robot,
-                                          cfg.num_envs, cfg.action_speed, self.device)
-        task.action_map = self.action_map  # the experts' IK speaks the env's action space
-        self.action_dim = self.robot.action_dim
         self.control_dt = self.state.control_dt
+        self.action_map = make_action_map(cfg.action or task.action_type, self.robot,
+                                          cfg.num_envs, cfg.action_speed, self.device,
+                                          self.control_dt, task.ee_bounds)
+        task.action_map = self.action_map  # the experts' IK speaks the env's action space
+        self.action_dim = self.action_map.action_dim
         self.max_episode_steps = round(
             (cfg.episode_length_s or task.episode_length_s) / self.state.control_dt
         )

@@ -170,8 +170,11 @@ class Task:
     robot_name: str = ""
     instruction: str = ""
     episode_length_s: float = 5.0
+    decimation: int | None = None  # physics steps per control step; None: the robot's
     cameras: tuple[str, ...] = ()
     action_type: str = "joint_position"  # default action space (sim/actions.py)
+    # ee_delta actions: box (low, high) of the commanded tcp in the robot base frame
+    ee_bounds: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
     config_class: ClassVar[type[TaskConfig]] = TaskConfig
     observation_functions: ClassVar[TermFunctions] = {}
     reward_functions: ClassVar[TermFunctions] = {}
@@ -218,7 +221,8 @@ class Task:
         self.qpos_ids = as_index([sim.joint_qpos_slice(j.name).start for j in self.robot.joints])
         self.dof_ids = as_index([sim.joint_dof_slice(j.name).start for j in self.robot.joints])
         self.default_q = torch.tensor(self.robot.default_pose, device=dev, dtype=torch.float64)
-        self.last_action = torch.zeros(n, self.robot.action_dim, device=dev, dtype=torch.float64)
+        dim = self.action_map.action_dim if self.action_map else self.robot.action_dim
+        self.last_action = torch.zeros(n, dim, device=dev, dtype=torch.float64)
         self.prev_action = torch.zeros_like(self.last_action)
 
     # ------------------------------------------------------------ per step

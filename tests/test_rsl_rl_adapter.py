@@ -22,7 +22,7 @@ sys.path[:0] = ["bench", "bench/peers"]
 import torch
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
-from embodied.train import make_train_env
+from embodied.envs import make_train_env
 from ppo import train_cfg
 from rsl_rl_adapter import RslRlVecEnv, make_runner, rsl_rl_config
 

@@ -35,7 +35,7 @@ from rsl_rl.env import VecEnv
 from rsl_rl.runners import OnPolicyRunner
 from tensordict import TensorDict
 
-from embodied.train import make_train_env
+from embodied.envs import make_train_env
 from sim.protocol import BatchedEnv
 
 

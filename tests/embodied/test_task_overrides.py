@@ -36,7 +36,7 @@ def test_a_reward_override_reaches_the_env_and_the_resolved_config():
     assert terms.rewards["push_pose"].weight == 2.5
     assert terms.rewards["push_pose"].params == {"std": 0.1}
     assert terms.observations["cube_pos"].noise == 0.0
-    assert terms.rewards["cube_to_goal"].weight == 4.0  # the rest keep their defaults
+    assert terms.rewards["push_cube"].weight == 0.4  # the rest keep their defaults
 
 
 @pytest.mark.parametrize(("override", "message"), [
@@ -54,10 +54,11 @@ def test_an_unknown_term_is_one_error_line(override, message, capsys, tmp_path):
     assert err.startswith(message) and err.count("\n") == 1
 
 
-def test_ppo_on_panda_push_selects_the_joint_delta_task_variant():
+def test_ppo_on_panda_push_selects_the_ee_delta_task_variant():
     cfg = load_config("train", ["task=panda_push"])
-    assert cfg.task.name == "panda_push" and cfg.task.action == "joint_delta"
-    assert cfg.algo.init_noise_std == 0.5 and cfg.num_envs == 256
+    assert cfg.task.name == "panda_push" and cfg.task.action == "ee_delta"
+    assert cfg.task.decimation == 10 and cfg.task.episode_length_s == 4.0
+    assert cfg.algo.init_noise_std == 0.5 and cfg.num_envs == 512
     assert load_config("train", ["task=panda_push", "task.action=joint_position"]
                        ).task.action == "joint_position"
     for command in ("demo", "collect"):

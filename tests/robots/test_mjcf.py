@@ -55,16 +55,21 @@ def test_reader_applies_includes_and_default_classes(tmp_path: Path):
         read_mjcf(tmp_path / "bad.xml")
 
 
-def test_tcp_kinematics_equal_mujoco():
+def _panda_tcp(count: int, seed: int):
+    """The Panda's compiled model, its data, the tcp site id, and ``count`` random joint
+    positions within the limits."""
     robot = load_robot("panda")
     model = robot_mjspec(robot).compile()
-    data = mujoco.MjData(model)
-    site = model.site(robot.sites["ee"]).id
-    qadr = [model.jnt_qposadr[model.joint(n).id] for n in robot.joint_names]
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator().manual_seed(seed)
     lower, upper = torch.tensor(robot.lower), torch.tensor(robot.upper)
-    q = lower + (upper - lower) * torch.rand(16, len(robot.joints), generator=gen,
+    q = lower + (upper - lower) * torch.rand(count, len(robot.joints), generator=gen,
                                               dtype=torch.float64)
+    return robot, model, mujoco.MjData(model), model.site(robot.sites["ee"]).id, q
+
+
+def test_tcp_kinematics_equal_mujoco():
+    robot, model, data, site, q = _panda_tcp(16, seed=0)
+    qadr = [model.jnt_qposadr[model.joint(n).id] for n in robot.joint_names]
     tcp = SiteKinematics.from_robot(robot, "ee").position(q)
     for i in range(len(q)):
         data.qpos[qadr] = q[i].numpy()
@@ -76,3 +81,20 @@ def test_floating_base_chain_is_refused():
     robot = load_robot("go2")
     with pytest.raises(ValueError, match="free"):
         SiteKinematics(read_mjcf(robot.mjcf_path), robot.sites["imu"], robot.joint_names)
+
+
+def test_tcp_pose_and_jacobian_equal_mujoco():
+    robot, model, data, site, q = _panda_tcp(8, seed=1)
+    qadr = [model.jnt_qposadr[model.joint(n).id] for n in robot.joint_names]
+    dadr = [model.jnt_dofadr[model.joint(n).id] for n in robot.joint_names]
+    pos, rot, jac = SiteKinematics.from_robot(robot, "ee").jacobian(q)
+    jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+    for i in range(len(q)):
+        data.qpos[qadr] = q[i].numpy()
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        mujoco.mj_jacSite(model, data, jacp, jacr, site)
+        np.testing.assert_allclose(pos[i].numpy(), data.site_xpos[site], atol=1e-12)
+        np.testing.assert_allclose(rot[i].numpy().ravel(), data.site_xmat[site], atol=1e-12)
+        np.testing.assert_allclose(jac[i, :3].numpy(), jacp[:, dadr], atol=1e-10)
+        np.testing.assert_allclose(jac[i, 3:].numpy(), jacr[:, dadr], atol=1e-10)

@@ -89,3 +89,51 @@ def test_joint_delta_env_steps_under_inference_mode_then_resets_outside_it():
         env.reset(seed=1)
         expert.reset_envs(torch.arange(2))
         env.step(expert())
+
+
+def test_ee_delta_moves_the_tcp_by_the_commanded_step_and_holds_the_hand_down():
+    from robots.actions import EEDeltaAction
+    from robots.kinematics import SiteKinematics
+
+    robot = load_robot("panda")
+    amap = EEDeltaAction(robot, num_envs=3, control_dt=0.05, max_speed=0.4)
+    assert amap.action_dim == 4 and amap.max_step == pytest.approx(0.02)
+    start = torch.tensor(robot.default_pose, dtype=torch.float64).expand(3, -1).clone()
+    amap.reset(torch.arange(3), start)
+    kin = SiteKinematics.from_robot(robot, "ee")
+    p0, r0 = kin.pose(amap.target)
+    actions = torch.tensor([[1.0, 0.0, 0.0, 1.0], [0.0, -0.5, -1.0, -1.0],
+                            [0.0, 0.0, 0.0, 1.0]])
+    for _ in range(5):
+        ctrl = amap(actions)
+    p1, r1 = kin.pose(amap.target)
+    torch.testing.assert_close(ctrl[:, :7], amap.target)
+    moved = p1 - p0
+    expected = 5 * 0.02 * actions[:, :3].to(torch.float64)
+    torch.testing.assert_close(moved, expected, atol=5e-3, rtol=0.0)  # 10 cm within 5 mm
+    assert (r1[:, :, 2] - r0[:, :, 2]).abs().max() < 0.02  # the hand still points down
+    # a joint step never exceeds the velocity clamp; inverse() commands a tcp step
+    step = amap.joint_step(amap.target, torch.full((3, 3), 0.5, dtype=torch.float64),
+                           amap.hand_yaw)
+    assert (step.abs() <= amap.step + 1e-12).all()
+    want = amap.target.clone()
+    want[:, 0] += 0.01
+    a = amap.inverse(want)
+    torch.testing.assert_close(kin.position(want) - kin.position(amap.target),
+                               a[:, :3] * amap.max_step, atol=1e-9, rtol=0.0)
+
+
+def test_env_runs_ee_delta_at_the_task_control_rate():
+    env = make_env("panda_push", num_envs=2, seed=0, action="ee_delta", decimation=10,
+                   episode_length_s=4.0)
+    try:
+        assert env.control_dt == pytest.approx(0.05) and env.max_episode_steps == 80
+        assert env.action_dim == 4 and env.action_map.control_dt == pytest.approx(0.05)
+        env.reset(seed=0)
+        z0 = env.task.ee_pos[:, 2].clone()
+        for _ in range(10):
+            env.step(torch.tensor([[0.0, 0.0, -1.0, 1.0]] * 2))
+        # 10 steps of 2.5 cm down, less up to 2 steps of action latency and the PD lag
+        assert ((z0 - env.task.ee_pos[:, 2]) > 0.12).all()
+    finally:
+        env.close()

@@ -123,7 +123,8 @@ def test_resets_stay_within_bounds(envs, name):
 @pytest.mark.parametrize("name", ["panda_push", "panda_pick_place"])
 def test_cube_tasks_have_a_sparse_success_term(envs, name):
     terms = {t.name: t.weight for t in envs[name].task.reward_terms()}
-    assert terms["success"] == 10.0 and len(terms) > 2
+    assert len(terms) > 2
+    assert terms["success"] > 0 and terms["success"] == max(terms.values())
 
 
 @pytest.mark.parametrize("name", TASKS)

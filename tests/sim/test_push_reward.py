@@ -103,3 +103,56 @@ def test_push_target_lets_go_once_the_cube_is_at_the_goal():
     ee = (0.4, 0.1, 0.2)
     assert torch.equal(_target(ee, cube_xy=(0.5, 0.0), goal_xy=(0.51, 0.01)),
                        torch.tensor(ee, dtype=torch.float64))
+
+
+def _place(env, i: int, tcp, cube, goal_xy) -> None:
+    """Env ``i``: the arm posed (torch IK) with its tcp at ``tcp``, the cube at ``cube``
+    (upright), the goal at ``goal_xy``."""
+    from robots.actions import EEDeltaAction
+
+    ik = EEDeltaAction(env.robot, num_envs=1)
+    q = env.task.joint_pos[i:i + 1].clone()
+    want = torch.tensor([tcp], dtype=torch.float64)
+    for _ in range(200):
+        err = want - ik.kinematics.position(q)
+        q = q + ik.joint_step(q, err.clamp(-0.02, 0.02), torch.zeros(1, dtype=torch.float64))
+    assert (ik.kinematics.position(q) - want).norm() < 2e-3
+    task, state = env.task, env.state
+    state.qpos[i, task.qpos_ids] = q[0]
+    state.qpos[i, task.cube_qpos] = torch.tensor([*cube, 1.0, 0.0, 0.0, 0.0],
+                                                 dtype=torch.float64)
+    task.goal[i, :2] = torch.tensor(goal_xy, dtype=torch.float64)
+    env.physics.forward(torch.tensor([i]))
+    task.clear_cache()
+
+
+def test_lifted_cube_and_hovering_over_the_goal_do_not_score_like_success():
+    """The exploits of a staged push reward: a cube carried or held above the goal, and a
+    tcp hovering over the goal, earn far less per step than the cube resting in the goal;
+    pushing the cube from behind earns more than hovering over the goal."""
+    env = make_env("panda_push", num_envs=4, seed=0, obs_noise=False)
+    try:
+        z = TABLE_TOP + HALF
+        goal = (0.55, 0.1)
+        _place(env, 0, (0.5, 0.1, 0.1), (0.55, 0.1, z), goal)  # success: cube in the goal
+        _place(env, 1, (0.55, 0.1, 0.1), (0.55, 0.1, 0.1), goal)  # cube held over the goal
+        _place(env, 2, (0.55, 0.1, 0.1), (0.45, -0.05, z), goal)  # tcp hovers over the goal
+        cube, direction = torch.tensor([0.45, -0.05]), torch.tensor([0.1, 0.15])
+        back = cube - (HALF + 0.012) * direction / direction.norm()
+        behind = (*back.tolist(), TABLE_TOP + PUSH_HEIGHT)
+        _place(env, 3, behind, (0.45, -0.05, z), goal)  # at the cube's back, pushing
+        task = env.task
+        assert task.success().tolist() == [True, False, False, False]
+        reward = sum(t.weight * t.fn() for t in task.reward_terms())
+        success, lifted, hover, push = reward.tolist()
+        assert success > 2.0 * max(lifted, hover, push), reward
+        assert push > hover, reward
+        assert push > lifted, reward
+        # The cube term pays only for the tcp low behind the cube, not at the raised
+        # approach target above it.
+        assert task.pushing[2:].tolist() == [False, True]
+        over = push_target(task.ee_pos, task.cube_pos, task.goal[:, :2], HALF)[2].tolist()
+        _place(env, 2, over, (0.45, -0.05, z), goal)
+        assert over[2] > TABLE_TOP + 2 * HALF and not env.task.pushing[2]
+    finally:
+        env.close()

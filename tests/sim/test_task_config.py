@@ -34,7 +34,7 @@ def test_reward_terms_are_weighted_per_env_and_sum_to_the_reward():
 
 def test_a_weight_override_changes_the_computed_reward():
     reward, terms = _rollout()
-    reward2, terms2 = _rollout({"rewards": {"push_pose": {"weight": 4.0}}})  # default 2
+    reward2, terms2 = _rollout({"rewards": {"push_pose": {"weight": 0.4}}})  # default 0.2
     torch.testing.assert_close(terms2["push_pose"], 2 * terms["push_pose"])
     torch.testing.assert_close(reward2 - reward, terms["push_pose"], rtol=1e-5, atol=1e-5)
     assert terms["push_pose"].abs().sum() > 0
@@ -44,7 +44,7 @@ def test_a_weight_override_changes_the_computed_reward():
 
 def test_a_parameter_override_changes_the_computed_reward():
     _, terms = _rollout()
-    _, terms2 = _rollout({"rewards": {"push_pose": {"params": {"std": 0.5}}}})  # default 0.05
+    _, terms2 = _rollout({"rewards": {"push_pose": {"params": {"std": 0.5}}}})  # default 0.2
     # 1 - tanh(d / std) grows with the kernel width at every distance
     assert (terms2["push_pose"] > terms["push_pose"]).all()
 

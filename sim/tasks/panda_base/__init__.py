@@ -75,6 +75,8 @@ class PandaTask(Task):
 
     robot_name = "panda"
     cameras = ("front", "side", "wrist")
+    # ee_delta: the commanded tcp stays 1.5 cm above the table (finger pads 6.5 mm above)
+    ee_bounds = ((0.1, -0.6, TABLE_TOP + 0.015), (0.9, 0.6, TABLE_TOP + 0.7))
 
     def build_scene(self, spec: mujoco.MjSpec) -> None:
         """The table top (the floor plane, friction ``TABLE_FRICTION``) and the light."""

@@ -8,16 +8,10 @@ from __future__ import annotations
 
 import torch
 
+from robots.math import clamp_norm, down_rotation
 from sim.actions import JointPositionAction
 from sim.math import wrap_angle
 from sim.tasks.panda_base import PandaTask
-
-
-def down_rotation(yaw: torch.Tensor) -> torch.Tensor:
-    """[B, 3, 3] hand orientation pointing down (hand z = -world z) with hand yaw ``yaw``."""
-    c, s = yaw.cos(), yaw.sin()
-    zero, one = torch.zeros_like(yaw), torch.ones_like(yaw)
-    return torch.stack([c, s, zero, s, -c, zero, zero, zero, -one], dim=-1).reshape(-1, 3, 3)
 
 
 def nearest_yaw(yaw: torch.Tensor, reference: torch.Tensor, period: float) -> torch.Tensor:
@@ -29,12 +23,6 @@ def wrapped_abs(angle: torch.Tensor, period: float) -> torch.Tensor:
     """|angle| modulo ``period``: the distance to the nearest multiple of ``period``."""
     r = angle.remainder(period)
     return torch.minimum(r, period - r)
-
-
-def clamp_norm(vec: torch.Tensor, max_norm: float) -> torch.Tensor:
-    """Rows of ``vec`` [B, d] scaled down to at most ``max_norm``."""
-    norm = vec.norm(dim=1, keepdim=True).clamp_min(1e-9)
-    return vec * (max_norm / norm).clamp(max=1.0)
 
 
 class DiffIK:

@@ -11,12 +11,12 @@ from sim.tasks.panda_base.cube import cube_observation_config
 
 def _rewards() -> dict[str, RewardTermCfg]:
     return {
-        "push_approach": RewardTermCfg(1.0),
-        "push_pose": RewardTermCfg(2.0, {"std": 0.05}),
-        "cube_to_goal": RewardTermCfg(4.0, {"std": 0.1}),
-        "gripper_open": RewardTermCfg(-1.0),
-        "action_rate": RewardTermCfg(-0.01),
-        "success": RewardTermCfg(10.0),
+        "push_approach": RewardTermCfg(0.05),
+        "push_pose": RewardTermCfg(0.2, {"std": 0.2}),
+        "push_cube": RewardTermCfg(0.4, {"std": 0.1}),
+        "gripper_open": RewardTermCfg(-0.02),
+        "action_rate": RewardTermCfg(-0.0005),
+        "success": RewardTermCfg(1.0),
     }
 
 

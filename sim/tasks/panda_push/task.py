@@ -8,9 +8,15 @@ import torch
 
 from sim.task import TermFunctions, per_step
 from sim.tasks.panda_base import ARM_OBSERVATIONS, TABLE_TOP
-from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask, cube_to_goal
+from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask
 from sim.tasks.panda_push.config import PandaPushConfig
-from sim.tasks.panda_push.terms import gripper_open, obs_push_target_rel, push_approach, push_pose
+from sim.tasks.panda_push.terms import (
+    gripper_open,
+    obs_push_target_rel,
+    push_approach,
+    push_cube,
+    push_pose,
+)
 from sim.terms import action_rate, success
 
 SUCCESS_RADIUS = 0.05  # planar cube centre to goal centre
@@ -20,14 +26,15 @@ REACHED_DISTANCE = 0.06  # tcp to cube centre: "at the cube"
 PUSH_STANDOFF = 0.015  # pushing pose: tcp this far behind the cube face opposite the goal
 PUSH_HEIGHT = 0.022  # pushing pose: tcp height above the table (the expert's)
 PUSH_LEAD = 0.02  # the reward's target leads the pushing pose by this towards the goal
-BACK_FACE_MARGIN = 0.01  # the tcp counts as behind the cube up to this past its back face
-APPROACH_SLOPE = 1.5  # approach: target height rises 1.5 cm per cm the tcp is past that
+BACK_FACE_MARGIN = 0.011  # the tcp counts as behind the cube up to this past its back face
+APPROACH_SLOPE = 5.0  # approach: target height rises 5 cm per cm the tcp is past that
 APPROACH_LIFT = 0.12  # ... up to 12 cm above the pushing height (clears the cube)
 RELEASE_RADIUS = 0.03  # cube centre this close to the goal centre: the reward lets go of the tcp
+PUSHING_DISTANCE = 0.03  # tcp this close to the push target: "pushing" (gates push_cube)
 
 
 def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Tensor,
-                cube_half: float) -> torch.Tensor:
+                cube_half: float, lift: bool = True) -> torch.Tensor:
     """[B, 3] where the dense push reward pulls the tcp (world frame).
 
     The pushing pose (behind the cube on the side away from the goal, at pushing
@@ -41,6 +48,7 @@ def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Ten
     cube scores like the pushing pose. Once
     the cube centre is within ``RELEASE_RADIUS`` of the goal the target is the
     tcp itself: the shaping no longer steers the tcp and the policy can let go.
+    Without ``lift``: the pushing target itself, never raised.
     """
     to_goal = goal_xy - cube_pos[:, :2]
     direction = to_goal / to_goal.norm(dim=1, keepdim=True).clamp_min(1e-6)
@@ -48,7 +56,9 @@ def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Ten
     target[:, :2] = cube_pos[:, :2] - (cube_half + PUSH_STANDOFF - PUSH_LEAD) * direction
     along = ((ee_pos[:, :2] - cube_pos[:, :2]) * direction).sum(1)
     past = (along + cube_half + BACK_FACE_MARGIN).clamp_min(0.0)
-    target[:, 2] = TABLE_TOP + PUSH_HEIGHT + (APPROACH_SLOPE * past).clamp_max(APPROACH_LIFT)
+    target[:, 2] = TABLE_TOP + PUSH_HEIGHT
+    if lift:
+        target[:, 2] += (APPROACH_SLOPE * past).clamp_max(APPROACH_LIFT)
     # Cube at the goal: no target (the push direction is ill-conditioned there, and a
     # target swinging round the cube would knock it out again).
     return torch.where((to_goal.norm(dim=1) < RELEASE_RADIUS)[:, None], ee_pos, target)
@@ -77,12 +87,15 @@ class PandaPush(CubeTask):
     its target): the policy need not derive the push direction from the cube and
     goal positions itself.
 
-    Reward (weights and parameters: :class:`PandaPushConfig`): the dense "oracle"
-    terms ``push_approach`` (linear, a gradient from the start pose ~0.5 m away
-    where a tanh kernel is flat) and ``push_pose`` (tanh kernel) towards
-    :func:`push_target`, ``cube_to_goal``, ``gripper_open`` (a penalty: the
-    closed fingers are the pusher) and ``action_rate``, plus the sparse
-    ``success`` term; a sparse reward mode keeps only ``success``.
+    Reward (weights and parameters: :class:`PandaPushConfig`), staged and gated: the
+    dense "oracle" terms ``push_approach`` (linear, a gradient from the start pose
+    ~0.5 m away) and ``push_pose`` (tanh kernel) towards :func:`push_target`;
+    ``push_cube`` (a tanh kernel of the cube-to-goal distance) only while the tcp is
+    at the push target and the cube rests on the table; ``gripper_open`` (a penalty:
+    the closed fingers are the pusher) and ``action_rate``; and ``success``, the
+    largest term, which replaces the two kernels once it holds. A cube lifted over
+    the goal or a tcp hovering there scores far less than success. A sparse reward
+    mode keeps only ``success``.
     """
 
     name = "panda_push"
@@ -93,7 +106,7 @@ class PandaPush(CubeTask):
     observation_functions: ClassVar[TermFunctions] = {
         **ARM_OBSERVATIONS, **CUBE_OBSERVATIONS, "push_target_rel": obs_push_target_rel}
     reward_functions: ClassVar[TermFunctions] = {
-        "push_approach": push_approach, "push_pose": push_pose, "cube_to_goal": cube_to_goal,
+        "push_approach": push_approach, "push_pose": push_pose, "push_cube": push_cube,
         "gripper_open": gripper_open, "action_rate": action_rate, "success": success}
 
     @property
@@ -108,10 +121,24 @@ class PandaPush(CubeTask):
         """[B] distance of the tcp to :attr:`push_target`."""
         return (self.push_target - self.ee_pos).norm(dim=1)
 
+    @property
+    @per_step
+    def pushing(self) -> torch.Tensor:
+        """[B] the tcp is within ``PUSHING_DISTANCE`` of the pushing target at pushing
+        height (:func:`push_target` without the approach lift): behind the cube, low."""
+        target = push_target(self.ee_pos, self.cube_pos, self.goal[:, :2], self.cube_half,
+                             lift=False)
+        return (target - self.ee_pos).norm(dim=1) < PUSHING_DISTANCE
+
+    @property
+    def cube_on_table(self) -> torch.Tensor:
+        """[B] the cube rests on the table (lifted less than ``REST_HEIGHT``)."""
+        return self.cube_height < REST_HEIGHT
+
     @per_step
     def success(self) -> torch.Tensor:
         """Cube centre within 5 cm of the goal centre, resting on the table."""
-        return (self.cube_goal_dist < SUCCESS_RADIUS) & (self.cube_height < REST_HEIGHT)
+        return (self.cube_goal_dist < SUCCESS_RADIUS) & self.cube_on_table
 
     def touching(self) -> torch.Tensor:
         """[B] a finger pad is within 1 cm of the cube surface."""

@@ -20,8 +20,17 @@ def push_approach(task: CubeTask) -> torch.Tensor:
 
 
 def push_pose(task: CubeTask, std: float) -> torch.Tensor:
-    """[B] tanh kernel of the tcp-to-push-target distance: ``1 - tanh(d / std)``."""
-    return 1.0 - torch.tanh(task.ee_push_dist / std)
+    """[B] tanh kernel of the tcp-to-push-target distance, ``1 - tanh(d / std)``, until
+    success (then 0: the success term takes over)."""
+    return (1.0 - torch.tanh(task.ee_push_dist / std)) * ~task.success()
+
+
+def push_cube(task: CubeTask, std: float) -> torch.Tensor:
+    """[B] tanh kernel of the planar cube-to-goal distance, ``1 - tanh(d / std)``, gated:
+    only while the tcp is at the push target (:attr:`pushing`) and the cube rests on
+    the table, and until success. A cube carried or lifted towards the goal scores 0."""
+    gate = task.pushing & task.cube_on_table & ~task.success()
+    return (1.0 - torch.tanh(task.cube_goal_dist / std)) * gate
 
 
 def gripper_open(task: CubeTask) -> torch.Tensor:

@@ -6,7 +6,8 @@ A lifecycle node (``embodied_policy``):
   (``embodied.policy_io.load_policy``) and refuses, with the reason logged and published
   on ``~/safety_state``, an artifact that does not fit the robot
   (``embodied.policy_io.check_against_robot``), a task it has no observation builder for,
-  or a control period that differs from the robot spec's;
+  or a ``control_dt`` parameter that differs from the policy's control period (0: run at
+  the policy's period, the one it was trained at);
 * **activate** succeeds only once fresh state has arrived and no e-stop is latched; it
   starts a soft start (a ramp from the measured pose to the default pose), then hands
   over to the policy;
@@ -78,7 +79,7 @@ from std_msgs.msg import Bool, Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-from embodied.policy_io import ExportError, check_against_robot, load_policy
+from embodied.policy_io import ExportError, check_against_robot, load_policy, policy_control_dt
 from embodied_ros.description import POLICY_NODE, as_bool
 from embodied_ros.messages import (
     DifferencedVelocity,
@@ -103,7 +104,7 @@ from embodied_ros.safety import (
 )
 from embodied_ros.spin import spin_until_signal
 from robots import RobotSpecError, load_robot
-from robots.actions import make_action_map
+from robots.actions import action_map_from_metadata
 
 # Modes in which the safe command is sent; the first three latch (e_stop until the reset
 # service, the others until re-activation).
@@ -168,7 +169,7 @@ class PolicyNode(LifecycleNode):
             return TransitionCallbackReturn.FAILURE
         self.get_logger().info(
             f"configured: {self.meta['task']} policy {self.p.policy_path} on robot "
-            f"'{self.robot.name}', {1 / self.p.control_dt:.0f} Hz, output {self.p.output}")
+            f"'{self.robot.name}', {1 / self.control_dt:.0f} Hz, output {self.p.output}")
         self._set_mode("inactive", "configured")
         self.lifecycle_state = "inactive"
         return TransitionCallbackReturn.SUCCESS
@@ -176,12 +177,9 @@ class PolicyNode(LifecycleNode):
     def _configure(self) -> None:
         p = self.p = self._params()
         robot = self.robot = load_robot(p.robot)
-        if abs(p.control_dt - robot.control_dt) > 1e-9:
-            raise ConfigError(f"control_dt {p.control_dt} s differs from robot '{robot.name}' "
-                              f"({robot.control_dt} s = timestep x decimation in robot.yaml); "
-                              f"fix the parameter file")
         self.policy, self.meta = load_policy(p.policy_path)
         check_against_robot(self.meta, robot)
+        dt = self.control_dt = policy_control_dt(self.meta, p.control_dt)
         builder: ObservationBuilder = make_builder(str(self.meta.get("task")), robot)
         if int(self.meta["obs_dim"]) != builder.obs_dim:
             raise ConfigError(f"policy takes {self.meta['obs_dim']} observations, task "
@@ -191,8 +189,7 @@ class PolicyNode(LifecycleNode):
         self.builder = builder
         torch.set_num_threads(1)
         action = self.meta.get("action") or {}
-        self.action_map = make_action_map(str(action.get("type", "joint_position")), robot, 1,
-                                          float(action.get("speed", 0.5)))
+        self.action_map = action_map_from_metadata(action, robot, dt)
         self.limits = TargetLimits.from_robot(robot, p.joint_limit_margin, p.max_target_step,
                                               p.torque_limit_scale)
         self.joints = JointIndex(robot.ros_joint_names)
@@ -201,12 +198,12 @@ class PolicyNode(LifecycleNode):
         self.command_names = robot.ros_joint_names + (list(robot.gripper.ros_names)
                                                       if with_fingers else [])
         inputs = ["joint_states"] + (["imu", "base_velocity"] if builder.legged else [])
-        self.watchdogs = {name: Watchdog(p.watchdog_periods * p.control_dt,
-                                         p.watchdog_recover_periods * p.control_dt)
+        self.watchdogs = {name: Watchdog(p.watchdog_periods * dt,
+                                         p.watchdog_recover_periods * dt)
                           for name in inputs}
-        self.limiter = CommandLimiter.from_robot(robot, self.limits, p.control_dt)
+        self.limiter = CommandLimiter.from_robot(robot, self.limits, dt)
         self.velocity_estimate: DifferencedVelocity | None = None
-        self.stats = LoopStats(p.control_dt)
+        self.stats = LoopStats(dt)
         self.state: RobotState | None = None
         self.imu: tuple[np.ndarray, np.ndarray] | None = None
         self.base_vel: np.ndarray | None = None
@@ -235,7 +232,7 @@ class PolicyNode(LifecycleNode):
         else:
             self.command_pub = self.create_publisher(Float64MultiArray,
                                                      "joint_position_targets", COMMAND_QOS)
-        self.control_timer = self.create_timer(p.control_dt, self._on_timer)
+        self.control_timer = self.create_timer(dt, self._on_timer)
         timers = [self.control_timer, self.create_timer(p.stats_period_s, self._publish_stats)]
         reset = self.create_service(Trigger, "~/reset_e_stop", self._on_reset_e_stop)
         self._ros_objects = [(self.destroy_service, reset),
@@ -245,7 +242,7 @@ class PolicyNode(LifecycleNode):
 
     def _reset_control(self) -> None:
         g = self.robot.gripper
-        self.last_action = np.zeros(self.robot.action_dim)
+        self.last_action = np.zeros(self.action_map.action_dim)
         if g is not None:
             self.last_action[-1] = 1.0  # gripper open, as at a training reset
         self.target: np.ndarray | None = None  # arm/leg joint targets last sent
@@ -338,7 +335,7 @@ class PolicyNode(LifecycleNode):
         else:
             self.state.q, self.state.qd, self.state.finger_q = q, qd, finger
         self.watchdogs["joint_states"].state_received(now, stamp)
-        if self.p.trigger == "state" and now - self.last_step >= 0.5 * self.p.control_dt:
+        if self.p.trigger == "state" and now - self.last_step >= 0.5 * self.control_dt:
             self._step(now)  # act on the newest state at once (at most ~2x the control rate)
 
     def _estimate_velocity(self, q: np.ndarray, t: float) -> np.ndarray:
@@ -495,7 +492,7 @@ class PolicyNode(LifecycleNode):
         self.builder.reset()
         self.action_map.reset(torch.zeros(1, dtype=torch.long),
                               torch.as_tensor(self.state.q)[None])
-        self.last_action = np.zeros(self.robot.action_dim)
+        self.last_action = np.zeros(self.action_map.action_dim)
         if self.robot.gripper is not None:
             self.last_action[-1] = 1.0
         self._set_mode("policy", "soft start done")
