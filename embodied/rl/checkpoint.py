@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from embodied.torch_file import InvalidTorchFileError, load_weights
+
 CHECKPOINT_FORMAT = 1
 REQUIRED_KEYS = frozenset({"format", "policy", "ppo", "iteration", "global_step", "rng"})
 
@@ -54,13 +56,13 @@ def run_dir_of(checkpoint: Path) -> Path:
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint with ``weights_only=True``; a clear error if it is corrupt."""
+    """Read a checkpoint with ``weights_only=True``; a :class:`CheckpointError` naming the
+    file if it is missing, corrupt or foreign (never torch's advice to load it unsafely)."""
     path = Path(path)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # truncated zip, pickle garbage, missing file, ...
-        raise CheckpointError(f"cannot read checkpoint {path} (corrupt or truncated?): "
-                              f"{type(err).__name__}: {err}") from err
+        state = load_weights(path, "training checkpoint")
+    except InvalidTorchFileError as err:
+        raise CheckpointError(str(err)) from None
     missing = REQUIRED_KEYS - set(state if isinstance(state, dict) else {})
     if missing:
         raise CheckpointError(f"{path} is not a training checkpoint (missing {sorted(missing)})")

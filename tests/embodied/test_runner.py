@@ -125,3 +125,15 @@ def test_ctrl_c_keeps_the_exact_periodic_checkpoint(tmp_path):
         runner.learn(10)
     assert (tmp_path / "checkpoints" / "model_000002.pt").read_bytes() == saved["bytes"]
     assert find_checkpoint(tmp_path).name == "model_000002.pt"
+
+
+def test_foreign_checkpoint_gets_no_unsafe_advice(tmp_path):
+    """A pickle of objects torch refuses to load safely is 'not a valid checkpoint'; the
+    message never suggests weights_only=False."""
+    path = tmp_path / "model_000001.pt"
+    torch.save({"policy": SMALL}, path)  # a dataclass: not loadable with weights_only=True
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(path)
+    message = str(err.value)
+    assert str(path) in message and "not a valid" in message
+    assert "weights_only" not in message and "unsafe" not in message.lower()
