@@ -213,6 +213,7 @@ def label_dataset(cfg: DictConfig) -> dict[str, Any]:
     if ds.version != "v3.0":
         raise DatasetError(f"{ds.root / INFO_PATH}: a {ds.version} dataset; labelling writes "
                            "v3.0 (one metadata row per episode), convert it to v3.0 first")
+    ds.validate()
     cfg = resolve_reward(cfg, ds)
     work = out / WORK_DIR
     wanted = settings(cfg, source)

@@ -67,6 +67,23 @@ def probe(path: Path) -> tuple[float, int, int, int]:
         cap.release()
 
 
+def check_frame(path: Path, index: int) -> None:
+    """A :class:`DatasetError` naming ``path`` unless frame ``index`` (0-based) decodes."""
+    cap = cv2.VideoCapture(str(path))
+    try:
+        if not cap.isOpened():
+            raise DatasetError(f"{path}: cannot open the video (truncated or not a video file)")
+        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        if index > 0:
+            cap.set(cv2.CAP_PROP_POS_FRAMES, index)
+        ok, _ = cap.read()
+    finally:
+        cap.release()
+    if not ok:
+        raise DatasetError(f"{path}: frame {index} cannot be decoded (the file has {count} "
+                           f"frames, {index + 1} are needed): truncated or damaged video")
+
+
 def decode(path: Path) -> np.ndarray:
     """Every frame of a video file as RGB uint8 [N, H, W, 3]."""
     path = Path(path)
