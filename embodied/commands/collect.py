@@ -18,10 +18,12 @@ from embodied.datasets import DatasetError
 from embodied.datasets.collect import frame_features, record_sources, sources, split_episodes
 from embodied.datasets.writer import DatasetWriter
 from embodied.envs import make_train_env
+from embodied.policy_io import ExportError
+from embodied.rl.checkpoint import CheckpointError
 
 
 @command("collect", "record rollouts (expert, random or a trained policy) as a LeRobot "
-         "dataset with every camera view", errors=(DatasetError,))
+         "dataset with every camera view", errors=(DatasetError, CheckpointError, ExportError))
 def run_collect(cfg: DictConfig) -> dict[str, Any]:
     """Record ``cfg.episodes`` episodes into a new dataset at ``cfg.out``."""
     torch.set_num_threads(int(cfg.get("torch_threads") or 1))

@@ -25,6 +25,8 @@ reward columns ``next.reward``, ``next.done``, ``next.success``, ``progress``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 CODEBASE_VERSION = "v3.0"
 READABLE_VERSIONS = ("v2.0", "v2.1", "v3.0")
 
@@ -68,6 +70,16 @@ DEFAULT_FEATURES = {
 
 class DatasetError(ValueError):
     """A dataset that cannot be read or written as asked; the message names the file."""
+
+
+def unfinished_message(root: Path) -> str | None:
+    """Why ``root`` is an unfinished collection (dataset files, no ``meta/info.json``: it is
+    written last), and how to go on; None if it is not one."""
+    if (root / INFO_PATH).exists() or not any((root / d).exists() for d in ("data", "videos")):
+        return None
+    return (f"{root}: unfinished collection ({INFO_PATH}, written last, is missing: the "
+            "`embodied collect` that wrote it was stopped or failed); collection does not "
+            f"resume: delete {root} and run the same collect again (or pass another out=)")
 
 
 def camera_key(camera: str) -> str:

@@ -44,7 +44,6 @@ from embodied.datasets.format import (
     DatasetError,
 )
 from embodied.datasets.meta import (
-    atomic_path,
     read_json,
     to_column,
     write_episodes,
@@ -52,6 +51,7 @@ from embodied.datasets.meta import (
     write_parquet,
 )
 from embodied.datasets.reader import LeRobotDataset
+from embodied.files import atomic_path, writing
 from embodied.plots import plot_progress
 from embodied.reward import make_reward_model
 
@@ -130,10 +130,8 @@ def episode_labels(progress: np.ndarray, success_prob: np.ndarray | None,
 
 def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """``np.savez`` atomically."""
-    tmp = atomic_path(path).with_suffix(".npz")
-    with open(tmp, "wb") as f:
+    with writing(path) as tmp, open(tmp, "wb") as f:
         np.savez(f, **arrays)
-    os.replace(tmp, path)
 
 
 def link_or_copy(src: Path, dst: Path) -> None:

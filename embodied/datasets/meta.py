@@ -10,7 +10,6 @@ number (files written without checksums, e.g. by other tools, are read unverifie
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,19 +19,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from embodied.datasets.format import EPISODES_PATH, TASKS_PATH, DatasetError
-
-
-def atomic_path(path: Path) -> Path:
-    """The temporary sibling a write goes to before it is renamed to ``path``."""
-    return path.with_name(f".{path.name}.tmp{os.getpid()}")
+from embodied.files import writing
 
 
 def write_parquet(table: pa.Table, path: Path) -> Path:
     """Write ``table`` to ``path`` atomically, with page checksums."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = atomic_path(path)
-    pq.write_table(table, tmp, write_page_checksum=True)
-    os.replace(tmp, path)
+    with writing(path) as tmp:
+        pq.write_table(table, tmp, write_page_checksum=True)
     return path
 
 
@@ -51,10 +44,8 @@ def read_parquet(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
 
 def write_json(data: Any, path: Path) -> Path:
     """Write ``data`` as indented JSON, atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = atomic_path(path)
-    tmp.write_text(json.dumps(data, indent=4) + "\n")
-    os.replace(tmp, path)
+    with writing(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=4) + "\n")
     return path
 
 

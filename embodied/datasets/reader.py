@@ -29,6 +29,7 @@ from embodied.datasets.format import (
     DatasetError,
     camera_key,
     camera_name,
+    unfinished_message,
 )
 from embodied.datasets.meta import (
     from_column,
@@ -60,6 +61,8 @@ class LeRobotDataset:
         self.root = Path(root)
         if not self.root.is_dir():
             raise DatasetError(f"dataset folder {self.root} does not exist")
+        if (unfinished := unfinished_message(self.root)) is not None:
+            raise DatasetError(unfinished)
         self.info: dict[str, Any] = read_json(self.root / INFO_PATH)
         self.version = str(self.info.get("codebase_version", ""))
         if self.version not in READABLE_VERSIONS:

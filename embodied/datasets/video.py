@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from embodied.datasets.format import DatasetError
+from sim.video import check_written
 
 CODEC = "mpeg4"  # the FFmpeg name of what the 'mp4v' fourcc writes
 
@@ -48,8 +49,10 @@ class VideoAppender:
         return start / self.fps, self.frames / self.fps
 
     def close(self) -> Path:
-        """Finish the file (written under a temporary name, then renamed)."""
+        """Finish the file (written under a temporary name, then renamed); an
+        :class:`OSError` naming it if not every frame reached the disk."""
         self._writer.release()
+        check_written(self.tmp, self.frames, self.path)
         self.tmp.replace(self.path)
         return self.path
 

@@ -30,6 +30,7 @@ from embodied.datasets.format import (
     VIDEO_PATH,
     DatasetError,
     camera_key,
+    unfinished_message,
 )
 from embodied.datasets.meta import (
     to_column,
@@ -70,7 +71,9 @@ class DatasetWriter:
                  robot_type: str | None = None, episodes_per_file: int = 50,
                  extra_info: Mapping[str, Any] | None = None):
         self.root = Path(root)
-        if (self.root / INFO_PATH).exists() or (self.root / "data").exists():
+        if (unfinished := unfinished_message(self.root)) is not None:
+            raise DatasetError(unfinished)
+        if (self.root / INFO_PATH).exists():
             raise DatasetError(f"{self.root} already holds a dataset; choose a new folder "
                                "(datasets are never overwritten)")
         if ACTION not in features:
@@ -155,12 +158,12 @@ class DatasetWriter:
 
     def _flush(self) -> None:
         """Finish the current data file and video files; the next episode starts new ones."""
+        for appender in self._videos.values():
+            appender.close()
         if self._tables:
             chunk, file = chunk_file(self._file)
             write_parquet(pa.concat_tables(self._tables),
                           self.root / DATA_PATH.format(chunk_index=chunk, file_index=file))
-        for appender in self._videos.values():
-            appender.close()
         self._tables, self._videos = [], {}
         if self._in_file:
             self._file += 1

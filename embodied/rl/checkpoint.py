@@ -9,13 +9,14 @@ there instead (same naming, found by :func:`find_checkpoint` with ``suffix=".zip
 
 from __future__ import annotations
 
-import os
+import io
 import re
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from embodied.files import writing
 from embodied.torch_file import InvalidTorchFileError, load_weights
 
 CHECKPOINT_FORMAT = 1
@@ -70,10 +71,12 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def save_checkpoint(state: dict[str, Any], path: str | Path) -> Path:
-    """Write ``state`` to ``path`` atomically (tmp file + ``os.replace``); returns ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    """Write ``state`` to ``path`` atomically (tmp file + ``os.replace``); returns ``path``.
+
+    Serialised in memory first, so a failed write (a full disk) is an :class:`OSError`
+    naming ``path`` rather than an error of torch's stream writer."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    with writing(path) as tmp:
+        tmp.write_bytes(buffer.getbuffer())
     return path

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from sim.backends.model_lookup import ModelLookup
+from sim.memory import check_memory
 
 
 def _view(array: np.ndarray) -> torch.Tensor:
@@ -97,5 +98,7 @@ class MujocoPhysics:
 
 
 def mujoco_physics(model: mujoco.MjModel, num_envs: int, decimation: int, cfg) -> MujocoPhysics:
-    """The :data:`sim.env.PhysicsFactory` of the C MuJoCo engine (``cfg.nthread`` threads)."""
+    """The :data:`sim.env.PhysicsFactory` of the C MuJoCo engine (``cfg.nthread`` threads);
+    an :class:`~sim.memory.InsufficientMemoryError` before allocating more envs than fit."""
+    check_memory(model, num_envs)
     return MujocoPhysics(model, num_envs, decimation, cfg.nthread)

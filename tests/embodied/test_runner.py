@@ -56,7 +56,7 @@ def test_checkpoint_holds_everything_and_is_written_atomically(tmp_path):
     runner.learn(1)
     path = find_checkpoint(tmp_path)
     assert path == tmp_path / "checkpoints" / "model_000001.pt"
-    assert not list(tmp_path.glob("checkpoints/*.tmp"))
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == [path.name]  # no tmp file
     state = load_checkpoint(path)
     assert {"policy", "ppo", "iteration", "global_step", "rng", "episodes", "config"} <= set(state)
     assert "obs_normalizer.count" in state["policy"] and state["rng"]["env"] is not None
