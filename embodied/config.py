@@ -90,8 +90,8 @@ def check_values(cfg: DictConfig, reference: DictConfig) -> None:
             continue
         ref = OmegaConf.select(reference, key, default=None)
         bound = AT_LEAST.get(key, AT_LEAST.get(key.rsplit(".", 1)[-1]))
-        if value is None:
-            continue
+        if value is None or (isinstance(value, list) and bound is None):
+            continue  # a list may stand for one value (collect's policy=[..] noise=[..])
         if bound is not None or (isinstance(ref, int) and not isinstance(ref, bool)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(f"{key}={value}: expected an integer"

@@ -189,18 +189,25 @@ def record_sources(env: Any, writer: DatasetWriter, pairs: list[tuple[str, float
     """``counts[i]`` episodes of each (policy, noise) pair into ``writer``; successes per policy.
 
     Pair ``i``'s policy is seeded with ``seed + i``; every policy file is checked against
-    the env first (:func:`check_sources`).
+    the env first (:func:`check_sources`). A resumed ``writer`` (holding the first episodes
+    of an interrupted run) gets the rest: the rollouts are replayed from the start, without
+    rendering the rounds it already has, so the result equals an uninterrupted run.
     """
     check_sources(env, pairs)
     outcomes: dict[str, list[bool]] = {}
+    skip, produced = len(writer.episodes), 0  # a resumed writer holds the first episodes
     for level_i, ((source, noise), count) in enumerate(zip(pairs, counts, strict=True)):
         policy, name = make_policy(env, source, noise, seed + level_i)
         done = 0
         while done < count:
-            for ep in record_round(env, policy, cameras, width, height)[: count - done]:
-                writer.add_episode(ep["data"], env.instruction, ep["videos"],
-                                   {"success": ep["success"], "return": ep["return"],
-                                    "policy": name})
+            take = min(env.num_envs, count - done)
+            views = [] if produced + take <= skip else cameras  # replayed rounds: no render
+            for ep in record_round(env, policy, views, width, height)[:take]:
+                if produced >= skip:
+                    writer.add_episode(ep["data"], env.instruction, ep["videos"],
+                                       {"success": ep["success"], "return": ep["return"],
+                                        "policy": name})
+                produced += 1
                 outcomes.setdefault(name, []).append(ep["success"])
                 done += 1
                 if on_episode is not None:

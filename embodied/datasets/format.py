@@ -34,6 +34,7 @@ DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 INFO_PATH = "meta/info.json"
+COLLECTING_PATH = ".collecting.json"  # an unfinished collection's state at its last file
 STATS_PATH = "meta/stats.json"
 TASKS_PATH = "meta/tasks.parquet"
 # v2.1
@@ -75,11 +76,14 @@ class DatasetError(ValueError):
 def unfinished_message(root: Path) -> str | None:
     """Why ``root`` is an unfinished collection (dataset files, no ``meta/info.json``: it is
     written last), and how to go on; None if it is not one."""
-    if (root / INFO_PATH).exists() or not any((root / d).exists() for d in ("data", "videos")):
+    if (root / INFO_PATH).exists() or not any(
+            (root / d).exists() for d in ("data", "videos", COLLECTING_PATH)):
         return None
-    return (f"{root}: unfinished collection ({INFO_PATH}, written last, is missing: the "
-            "`embodied collect` that wrote it was stopped or failed); collection does not "
-            f"resume: delete {root} and run the same collect again (or pass another out=)")
+    what = (f"{root}: unfinished collection ({INFO_PATH}, written last, is missing: the "
+            "`embodied collect` that wrote it was stopped or failed); ")
+    if (root / COLLECTING_PATH).is_file():
+        return what + f"continue it by running the same collect command with out={root}"
+    return what + f"delete {root} and run the collect again"
 
 
 def camera_key(camera: str) -> str:

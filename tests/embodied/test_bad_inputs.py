@@ -144,14 +144,22 @@ FEATURES = {"action": {"dtype": "float32", "shape": [2], "names": None}}
 def test_an_unfinished_collection_says_so_and_how_to_go_on(tmp_path, capsys):
     root = tmp_path / "ds"
     writer = DatasetWriter(root, 10, FEATURES, episodes_per_file=1)
-    writer.add_episode({"action": np.zeros((5, 2), np.float32)}, "t")  # flushed, never closed
+    for _ in range(2):  # the first file is finished, the second never is
+        writer.add_episode({"action": np.zeros((5, 2), np.float32)}, "t")
     for attempt in (lambda: LeRobotDataset(root), lambda: DatasetWriter(root, 10, FEATURES)):
-        with pytest.raises(DatasetError, match=r"unfinished collection.*delete"):
+        with pytest.raises(DatasetError, match=r"unfinished collection.*continue it .*same"):
             attempt()
+    resumed = DatasetWriter(root, 10, FEATURES, episodes_per_file=1, resume=True)
+    assert len(resumed.episodes) == 1 and resumed._frames == 5
+    with pytest.raises(DatasetError, match="other settings"):
+        DatasetWriter(root, 20, FEATURES, episodes_per_file=1, resume=True)
     assert main(["label", "reward=oracle", f"dataset={root}"]) == 2
     assert "unfinished collection" in one_line(capsys)
     assert main(["collect", "task=panda_reach", "episodes=1", f"out={root}"]) == 2
-    assert "unfinished collection" in one_line(capsys)
+    assert "unfinished collection with other settings" in one_line(capsys)
+    (root / ".collecting.json").unlink()  # files without the writer's state: start again
+    with pytest.raises(DatasetError, match=r"unfinished collection.*delete"):
+        LeRobotDataset(root)
 
 
 def test_collect_refuses_another_tasks_run_folder_up_front(tmp_path, capsys):

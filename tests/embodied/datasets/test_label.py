@@ -223,3 +223,38 @@ def test_the_dataset_is_validated_before_scoring(dataset, tmp_path, capsys, dama
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
     assert (str(video) if damage != "zero_fps" else "info.json") in err
     assert not list(out.glob(".labelling/episode_*.npz"))  # nothing was scored
+
+
+def test_an_interrupted_collection_resumes_to_the_same_dataset(tmp_path, monkeypatch, capsys):
+    """Stopped after 5 of 7 episodes (two files of 2 finished), the same command continues
+    and gives what an uninterrupted run gives: data, metadata and video frames."""
+    from embodied.datasets.writer import DatasetWriter
+
+    args = ["task=panda_reach", "task.episode_length_s=0.3", "episodes=7", "num_envs=3",
+            "noise=[0,0.6]", "width=32", "height=32", "episodes_per_file=2", "progress=false"]
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    run_collect(load_config("collect", [*args, f"out={whole}"]))
+    add = DatasetWriter.add_episode
+
+    def stop_at_five(self, *a, **k):
+        if len(self.episodes) == 5:
+            raise KeyboardInterrupt
+        return add(self, *a, **k)
+
+    monkeypatch.setattr(DatasetWriter, "add_episode", stop_at_five)
+    with pytest.raises(KeyboardInterrupt):
+        run_collect(load_config("collect", [*args, f"out={part}"]))
+    monkeypatch.setattr(DatasetWriter, "add_episode", add)
+    with pytest.raises(DatasetError, match="unfinished collection"):
+        LeRobotDataset(part)
+    capsys.readouterr()
+    run_collect(load_config("collect", [*args, f"out={part}"]))
+    assert f"resuming {part}: 4 of 7 episodes recorded" in capsys.readouterr().out
+    a, b = LeRobotDataset(whole), LeRobotDataset(part)
+    assert a.num_episodes == b.num_episodes == 7 and a.num_frames == b.num_frames
+    assert [e.meta for e in a.episodes] == [e.meta for e in b.episodes]
+    for ep in range(7):
+        for key, values in a.episode_data(ep).items():
+            np.testing.assert_array_equal(values, b.episode_data(ep)[key], err_msg=key)
+        np.testing.assert_array_equal(a.episode_views(ep), b.episode_views(ep))
+    assert a.info == b.info and not (part / ".collecting.json").exists()
