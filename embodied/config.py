@@ -27,8 +27,11 @@ from embodied.files import writing
 
 
 class ConfigError(ValueError):
-    """A config that cannot be composed (unknown group option, bad override syntax) or holds
-    a value of the wrong type or range; the message names the key and the fix."""
+    """A config that cannot be composed, or holds a value of the wrong type or range.
+
+    Unknown group options and bad override syntax are errors too; the message names the
+    key and the fix.
+    """
 
 
 def config_dir() -> Path:
@@ -81,10 +84,12 @@ AT_LEAST = {
 
 
 def check_values(cfg: DictConfig, reference: DictConfig) -> None:
-    """A :class:`ConfigError` for the first value that does not fit: a type other than the
-    ``reference`` config's value at that key (the config composed without value overrides),
-    a count below its :data:`AT_LEAST` bound or not an integer, or a ``device`` that this
-    machine lacks."""
+    """Raise a :class:`ConfigError` for the first value of ``cfg`` that does not fit.
+
+    Not fitting: a type other than the ``reference`` config's value at that key (the
+    config composed without value overrides), a count below its :data:`AT_LEAST` bound or
+    not an integer, or a ``device`` that this machine lacks.
+    """
     for key, value in _leaves(OmegaConf.to_container(cfg, resolve=True)):
         if key.startswith("task."):  # task terms are checked by the task (sim.task)
             continue

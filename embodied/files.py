@@ -1,5 +1,7 @@
-"""Writing files so that a killed process or a full disk never leaves half a file, and a
-failed write is an :class:`OSError` naming the file."""
+"""Writing files so that a killed process or a full disk never leaves half a file.
+
+A failed write is an :class:`OSError` naming the file.
+"""
 
 from __future__ import annotations
 
@@ -16,10 +18,11 @@ def atomic_path(path: Path) -> Path:
 
 @contextmanager
 def writing(path: str | Path) -> Iterator[Path]:
-    """Yield the temporary sibling to write ``path`` through; it is renamed to ``path``
-    when the block ends. On failure the temporary is removed, and an :class:`OSError`
-    that names no file (a full disk fails the ``write``, not the ``open``) is raised again
-    naming ``path``."""
+    """Yield the temporary sibling to write ``path`` through; renamed to ``path`` at the end.
+
+    On failure the temporary is removed, and an :class:`OSError` that names no file (a
+    full disk fails the ``write``, not the ``open``) is raised again naming ``path``.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = atomic_path(path)

@@ -19,8 +19,11 @@ class InvalidTorchFileError(ValueError):
 
 def load_weights(path: str | Path, what: str = "checkpoint",
                  map_location: str | torch.device = "cpu") -> Any:
-    """``torch.load(path, weights_only=True)``; an :class:`InvalidTorchFileError` naming
-    ``path`` and ``what`` it should have been if it cannot be read."""
+    """``torch.load(path, weights_only=True)``, or an error that names the file.
+
+    An :class:`InvalidTorchFileError` names ``path`` and ``what`` it should have been if
+    it cannot be read.
+    """
     path = Path(path)
     if not path.is_file():
         raise InvalidTorchFileError(f"{what} {path} does not exist")

@@ -1,5 +1,4 @@
-"""A memory bound for batched envs: estimate what ``num_envs`` simulations need before
-allocating them, and refuse what the machine cannot hold.
+"""A memory bound for batched envs: refuse what the machine cannot hold, before allocating.
 
 The estimate per env is the model's MjData (buffer plus the arena a few steps use)
 and a fixed :data:`ENV_OVERHEAD` for the batch engine's per-env state and the env's
@@ -21,8 +20,10 @@ _MEMINFO = Path("/proc/meminfo")
 
 
 class InsufficientMemoryError(MemoryError):
-    """More envs than the machine's available memory holds; the message gives the estimate,
-    what is available, and how many envs would fit."""
+    """More envs than the machine's available memory holds.
+
+    The message gives the estimate, what is available, and how many envs would fit.
+    """
 
 
 def available_memory() -> int:
@@ -42,8 +43,10 @@ def bytes_per_env(model: mujoco.MjModel) -> int:
 
 
 def check_memory(model: mujoco.MjModel, num_envs: int) -> None:
-    """An :class:`InsufficientMemoryError` if ``num_envs`` envs of ``model`` would not fit
-    in the available memory."""
+    """Raise :class:`InsufficientMemoryError` if ``num_envs`` envs of ``model`` do not fit.
+
+    Compared with the available memory (:func:`available_memory`).
+    """
     per_env = bytes_per_env(model)
     need, free = per_env * num_envs, available_memory()
     if need > free:

@@ -82,9 +82,11 @@ def write_mp4(path: str | Path, frames: Iterable[np.ndarray] | np.ndarray, fps: 
 
 
 def check_written(path: Path, frames: int, name: Path | None = None) -> None:
-    """Raise an :class:`OSError` naming ``name`` (default ``path``) unless the video at
-    ``path`` holds ``frames`` frames: OpenCV's writer reports no write errors, so a full
-    disk (``ENOSPC``) or a file-size limit (``EFBIG``) shows only as a short file."""
+    """Raise an :class:`OSError` naming ``name`` unless the video holds ``frames`` frames.
+
+    ``name`` defaults to ``path``. OpenCV's writer reports no write errors, so a full
+    disk (``ENOSPC``) or a file-size limit (``EFBIG``) shows only as a short file.
+    """
     cap = cv2.VideoCapture(str(path))
     written = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) if cap.isOpened() else 0
     cap.release()

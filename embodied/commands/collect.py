@@ -26,8 +26,11 @@ from embodied.rl.checkpoint import CheckpointError
          "dataset with every camera view (resumable)",
          errors=(DatasetError, CheckpointError, ExportError))
 def run_collect(cfg: DictConfig) -> dict[str, Any]:
-    """Record ``cfg.episodes`` episodes into a new dataset at ``cfg.out``; an interrupted
-    collection at ``cfg.out`` is continued (same settings), as if it never stopped."""
+    """Record ``cfg.episodes`` episodes into a new dataset at ``cfg.out``.
+
+    An interrupted collection at ``cfg.out`` is continued (same settings), as if it
+    never stopped.
+    """
     torch.set_num_threads(int(cfg.get("torch_threads") or 1))
     pairs = sources(cfg.policy, cfg.noise)
     total = int(cfg.episodes)

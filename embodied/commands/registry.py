@@ -1,5 +1,7 @@
-"""The command registry: every CLI verb registers itself here once, with :func:`command`;
-and what an error of any command looks like to its user (:func:`error_line`)."""
+"""The command registry: every CLI verb registers itself here once, with :func:`command`.
+
+Also what an error of any command looks like to its user (:func:`error_line`).
+"""
 
 from __future__ import annotations
 
@@ -72,9 +74,12 @@ _OS_FIXES = {
 
 
 def error_line(cmd: Command, err: BaseException) -> str | None:
-    """The one-line message of an error that means bad input or a bad environment (the
-    command's ``errors``, :data:`COMMON_ERRORS`, any :class:`OSError`: it names the path
-    and the fix); None for anything else (a bug: its traceback is kept)."""
+    """The one-line message of an error that means bad input or a bad environment.
+
+    Such errors are the command's ``errors``, :data:`COMMON_ERRORS` and any
+    :class:`OSError` (the line names the path and the fix); None for anything else (a
+    bug: its traceback is kept).
+    """
     if isinstance(err, OSError) and not isinstance(err, (*cmd.errors, *COMMON_ERRORS)):
         where = " -> ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
         what = err.strerror or str(err)

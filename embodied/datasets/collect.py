@@ -72,9 +72,11 @@ def make_policy(env: Any, policy: str, noise: float, seed: int) -> tuple[Policy,
 
 
 def load_policy_file(env: Any, path: Path) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The network of a run folder, checkpoint or exported policy file, checked against
-    ``env`` (task, observation and action sizes) before any step: a mismatch is an error
-    naming the file, never a tensor-size error mid-rollout."""
+    """The network of a run folder, checkpoint or exported policy file, checked first.
+
+    It is checked against ``env`` (task, observation and action sizes) before any step:
+    a mismatch is an error naming the file, never a tensor-size error mid-rollout.
+    """
     if not path.exists():
         raise DatasetError(f"policy '{path}' is neither 'expert', 'random' nor an existing "
                            "run folder, checkpoint or exported policy file")
@@ -99,8 +101,10 @@ def load_policy_file(env: Any, path: Path) -> Callable[[torch.Tensor], torch.Ten
 
 
 def check_sources(env: Any, pairs: list[tuple[str, float]]) -> None:
-    """Load and check every policy file of ``pairs`` (see :func:`load_policy_file`) before
-    anything is recorded."""
+    """Load and check every policy file of ``pairs`` before anything is recorded.
+
+    See :func:`load_policy_file`.
+    """
     for source in dict.fromkeys(s for s, _ in pairs if s not in ("expert", "random")):
         load_policy_file(env, Path(source))
 

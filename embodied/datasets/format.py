@@ -74,8 +74,10 @@ class DatasetError(ValueError):
 
 
 def unfinished_message(root: Path) -> str | None:
-    """Why ``root`` is an unfinished collection (dataset files, no ``meta/info.json``: it is
-    written last), and how to go on; None if it is not one."""
+    """Why ``root`` is an unfinished collection and how to go on; None if it is not one.
+
+    An unfinished collection has dataset files but no ``meta/info.json`` (written last).
+    """
     if (root / INFO_PATH).exists() or not any(
             (root / d).exists() for d in ("data", "videos", COLLECTING_PATH)):
         return None

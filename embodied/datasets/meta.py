@@ -30,8 +30,10 @@ def write_parquet(table: pa.Table, path: Path) -> Path:
 
 
 def read_parquet(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
-    """Read a parquet file, verifying its page checksums; a :class:`DatasetError` naming it
-    if it is missing or damaged."""
+    """Read a parquet file, verifying its page checksums.
+
+    A :class:`DatasetError` names the file if it is missing or damaged.
+    """
     if not path.is_file():
         raise DatasetError(f"parquet file {path} is missing")
     try:

@@ -205,10 +205,12 @@ class LeRobotDataset:
         self._checked_videos.add(path)
 
     def validate(self) -> None:
-        """Check everything a full pass would read, before any work starts: every data file
-        (checksums, rows of each episode, timestamps at the fps) and every video file (present,
-        at the fps, decodable up to the last frame an episode needs). The first problem is a
-        :class:`DatasetError` naming the file."""
+        """Check everything a full pass would read, before any work starts.
+
+        Every data file (checksums, rows of each episode, timestamps at the fps) and every
+        video file (present, at the fps, decodable up to the last frame an episode needs).
+        The first problem is a :class:`DatasetError` naming the file.
+        """
         for ep in range(self.num_episodes):
             self.episode_rows(ep)
         needed: dict[tuple[Path, str], int] = {}

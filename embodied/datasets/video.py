@@ -49,8 +49,10 @@ class VideoAppender:
         return start / self.fps, self.frames / self.fps
 
     def close(self) -> Path:
-        """Finish the file (written under a temporary name, then renamed); an
-        :class:`OSError` naming it if not every frame reached the disk."""
+        """Finish the file (written under a temporary name, then renamed).
+
+        An :class:`OSError` names it if not every frame reached the disk.
+        """
         self._writer.release()
         check_written(self.tmp, self.frames, self.path)
         self.tmp.replace(self.path)

@@ -57,8 +57,11 @@ def run_dir_of(checkpoint: Path) -> Path:
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint with ``weights_only=True``; a :class:`CheckpointError` naming the
-    file if it is missing, corrupt or foreign (never torch's advice to load it unsafely)."""
+    """Read a checkpoint with ``weights_only=True``.
+
+    A :class:`CheckpointError` names the file if it is missing, corrupt or foreign (never
+    torch's advice to load it unsafely).
+    """
     path = Path(path)
     try:
         state = load_weights(path, "training checkpoint")
@@ -74,7 +77,9 @@ def save_checkpoint(state: dict[str, Any], path: str | Path) -> Path:
     """Write ``state`` to ``path`` atomically (tmp file + ``os.replace``); returns ``path``.
 
     Serialised in memory first, so a failed write (a full disk) is an :class:`OSError`
-    naming ``path`` rather than an error of torch's stream writer."""
+    naming ``path`` rather than an error of torch's stream writer.
+    """
+    path = Path(path)
     buffer = io.BytesIO()
     torch.save(state, buffer)
     with writing(path) as tmp:

@@ -98,7 +98,6 @@ class MujocoPhysics:
 
 
 def mujoco_physics(model: mujoco.MjModel, num_envs: int, decimation: int, cfg) -> MujocoPhysics:
-    """The :data:`sim.env.PhysicsFactory` of the C MuJoCo engine (``cfg.nthread`` threads);
-    an :class:`~sim.memory.InsufficientMemoryError` before allocating more envs than fit."""
-    check_memory(model, num_envs)
+    """The :data:`sim.env.PhysicsFactory` of the C MuJoCo engine (``cfg.nthread`` threads)."""
+    check_memory(model, num_envs)  # InsufficientMemoryError before allocating what cannot fit
     return MujocoPhysics(model, num_envs, decimation, cfg.nthread)
