@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 
 from embodied.commands import COMMANDS, Command
-from embodied.config import ConfigError, load_config
+from embodied.commands.registry import error_line
+from embodied.config import load_config
 
 
 def _usage() -> str:
@@ -18,17 +19,22 @@ def _usage() -> str:
 def _run(cmd: Command, overrides: list[str]) -> int:
     """Compose the command's config and run it.
 
-    The command's listed errors and config errors (they name the file or value and
-    the fix) are printed as one ``error: ...`` line with exit code 2, without a
-    traceback; Ctrl-C exits with 130 (training commands write a checkpoint first).
+    Bad input (the command's listed errors, config, robot.yaml and memory errors, OS
+    errors such as a read-only folder or a full disk: see
+    :func:`~embodied.commands.registry.error_line`) is printed as one ``error: ...``
+    line with exit code 2, without a traceback; Ctrl-C exits with 130 (training
+    commands write a checkpoint first).
     """
     try:
         cmd.run(load_config(cmd.config, overrides))
-    except (ConfigError, *cmd.errors) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as err:
+        line = error_line(cmd, err)
+        if line is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -5,6 +5,10 @@
 absolute path, ``/task: panda_reach``); every other folder of ``configs/`` is a
 group (``task/``, ``sim/``, ``algo/``, ``reward/``) chosen on the command line with
 ``task=panda_push``.
+
+Composed values are validated in one pass (:func:`check_values`): an override keeps
+the type of the value it replaces (``num_envs=abc`` and ``seed=1.5`` are errors, never
+truncated), counts are in range (:data:`AT_LEAST`), and a ``device`` exists.
 """
 
 from __future__ import annotations
@@ -14,13 +18,20 @@ import re
 from importlib import resources
 from pathlib import Path
 
+import torch
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
+from embodied.files import writing
+
 
 class ConfigError(ValueError):
-    """A config that cannot be composed (unknown group option, bad override syntax)."""
+    """A config that cannot be composed, or holds a value of the wrong type or range.
+
+    Unknown group options and bad override syntax are errors too; the message names the
+    key and the fix.
+    """
 
 
 def config_dir() -> Path:
@@ -49,7 +60,75 @@ def load_config(name: str, overrides: list[str] | None = None) -> DictConfig:
     if term_overrides:  # name an unknown term (and the known ones) before Hydra refuses it
         _check_terms(_compose(name, [o for o in overrides if o not in term_overrides]),
                      term_overrides)
-    return _compose(name, overrides)
+    cfg = _compose(name, overrides)
+    groups = [o for o in overrides if _is_group_choice(o)]
+    check_values(cfg, _compose(name, groups) if len(groups) < len(overrides) else cfg)
+    return cfg
+
+
+def _is_group_choice(override: str) -> bool:
+    """``task=panda_push``-style overrides (they choose a group's file, set no value)."""
+    key = override.split("=", 1)[0].lstrip("+~")
+    return "." not in key and (config_dir() / key).is_dir() and key != COMMANDS_DIR
+
+
+# Counts: the smallest value of each key (dotted path, else its last name); all integers.
+AT_LEAST = {
+    "seed": 0, "video_envs": 0, "eval.num_envs": 0, "save_interval": 0,
+    **dict.fromkeys(
+        ("num_envs", "max_iterations", "total_env_steps", "episodes",
+         "episodes_per_file", "torch_threads", "physics_threads", "batch_size", "batch_envs",
+         "epochs", "num_steps", "num_epochs", "num_mini_batches", "steps", "width", "height",
+         "fps", "stride"), 1),
+}
+
+
+def check_values(cfg: DictConfig, reference: DictConfig) -> None:
+    """Raise a :class:`ConfigError` for the first value of ``cfg`` that does not fit.
+
+    Not fitting: a type other than the ``reference`` config's value at that key (the
+    config composed without value overrides), a count below its :data:`AT_LEAST` bound or
+    not an integer, or a ``device`` that this machine lacks.
+    """
+    for key, value in _leaves(OmegaConf.to_container(cfg, resolve=True)):
+        if key.startswith("task."):  # task terms are checked by the task (sim.task)
+            continue
+        ref = OmegaConf.select(reference, key, default=None)
+        bound = AT_LEAST.get(key, AT_LEAST.get(key.rsplit(".", 1)[-1]))
+        if value is None or (isinstance(value, list) and bound is None):
+            continue  # a list may stand for one value (collect's policy=[..] noise=[..])
+        if bound is not None or (isinstance(ref, int) and not isinstance(ref, bool)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{key}={value}: expected an integer"
+                                  + (f" >= {bound}" if bound is not None else ""))
+            if bound is not None and value < bound:
+                raise ConfigError(f"{key}={value}: must be >= {bound}")
+        elif isinstance(ref, float) and (isinstance(value, bool)
+                                         or not isinstance(value, int | float)):
+            raise ConfigError(f"{key}={value}: expected a number")
+        elif isinstance(ref, bool) and not isinstance(value, bool):
+            raise ConfigError(f"{key}={value}: expected true or false")
+        if key.rsplit(".", 1)[-1] == "device":
+            _check_device(key, str(value))
+
+
+def _leaves(tree: object, prefix: str = "") -> list[tuple[str, object]]:
+    if isinstance(tree, dict):
+        return [leaf for k, v in tree.items() for leaf in _leaves(v, f"{prefix}{k}.")]
+    return [(prefix[:-1], tree)]
+
+
+def _check_device(key: str, device: str) -> None:
+    """A :class:`ConfigError` if ``device`` names a CUDA device torch cannot see."""
+    if not device.startswith("cuda"):
+        return
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.split(":", 1)[1]) if ":" in device and device.split(":")[1].isdigit() \
+        else 0
+    if index >= count:
+        raise ConfigError(f"{key}={device}: this machine has "
+                          f"{f'{count} CUDA device(s)' if count else 'no CUDA GPU'} visible "
+                          f"to torch; use {key}=cpu")
 
 
 def _compose(name: str, overrides: list[str]) -> DictConfig:
@@ -84,7 +163,7 @@ def _check_terms(cfg: DictConfig, term_overrides: list[str]) -> None:
 
 def save_config(cfg: DictConfig, run_dir: Path) -> Path:
     """Write the resolved config next to the run's outputs."""
-    run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "config.yaml"
-    path.write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    with writing(path) as tmp:
+        tmp.write_text(OmegaConf.to_yaml(cfg, resolve=True))
     return path

@@ -221,6 +221,16 @@ def _number(value: Any, path: Path, field: str) -> float:
     return float(value)
 
 
+def _positive(value: Any, path: Path, field: str, zero: bool = False) -> float:
+    """A number > 0 (>= 0 with ``zero``): gains, velocity and effort limits."""
+    number = _number(value, path, field)
+    if number < 0 or (number == 0 and not zero):
+        bound = ">= 0" if zero else "> 0"
+        raise RobotSpecError(path, field, f"{number:g} is not {bound}",
+                             f"write a magnitude {bound} (limits are symmetric: |value|)")
+    return number
+
+
 def _vector(value: Any, n: int, path: Path, field: str) -> tuple[float, ...]:
     if not isinstance(value, (list, tuple)) or len(value) != n:
         raise RobotSpecError(
@@ -240,8 +250,10 @@ def _limits(entry: dict, path: Path, where: str) -> tuple[float, float, float, f
         raise RobotSpecError(
             path, where + "position", f"lower {lower} is not below upper {upper}", "swap them"
         )
-    velocity = _number(_require(entry, "velocity", path, where, "give |qdot| limit"), path, where)
-    effort = _number(_require(entry, "effort", path, where, "give |torque| limit"), path, where)
+    velocity = _positive(_require(entry, "velocity", path, where, "give |qdot| limit"), path,
+                         where + "velocity")
+    effort = _positive(_require(entry, "effort", path, where, "give |torque| limit"), path,
+                       where + "effort")
     return lower, upper, velocity, effort
 
 
@@ -362,9 +374,10 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
             name=name,
             ros_name=str(entry.get("ros_name", name)),
             lower=lower, upper=upper, velocity=velocity, effort=effort, default=default,
-            kp=_number(_require(entry, "kp", path, where, "give the P gain"), path, where + "kp"),
-            kd=_number(_require(entry, "kd", path, where, "give the D gain"), path, where + "kd"),
-            action_scale=_number(entry.get("action_scale", 1.0), path, where + "action_scale"),
+            kp=_positive(_require(entry, "kp", path, where, "give the P gain"), path, where + "kp"),
+            kd=_positive(_require(entry, "kd", path, where, "give the D gain"), path, where + "kd",
+                         zero=True),
+            action_scale=_positive(entry.get("action_scale", 1.0), path, where + "action_scale"),
             acceleration=_acceleration(entry, path, where),
         ))
     names = [j.name for j in joints]
@@ -383,8 +396,10 @@ def load_robot(name_or_path: str | Path) -> RobotSpec:
         gripper = GripperSpec(
             joints=g_joints, ros_names=tuple(str(n) for n in g.get("ros_names", g_joints)),
             lower=lower, upper=upper, velocity=velocity, effort=effort,
-            kp=_number(_require(g, "kp", path, "gripper.", "give the P gain"), path, "gripper.kp"),
-            kd=_number(_require(g, "kd", path, "gripper.", "give the D gain"), path, "gripper.kd"),
+            kp=_positive(_require(g, "kp", path, "gripper.", "give the P gain"), path,
+                         "gripper.kp"),
+            kd=_positive(_require(g, "kd", path, "gripper.", "give the D gain"), path,
+                         "gripper.kd", zero=True),
         )
 
     sites = dict(data.get("sites") or {})

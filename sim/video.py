@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
+import os
+import resource
 from collections.abc import Iterable
 from pathlib import Path
 
 import cv2
 import numpy as np
 
-__all__ = ["write_mp4"]
+__all__ = ["check_written", "write_mp4"]
+
+LOW_SPACE = 1 << 20  # bytes free below which a short video is put down to a full disk
 
 
 def _even_pad(frame: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -72,4 +77,30 @@ def write_mp4(path: str | Path, frames: Iterable[np.ndarray] | np.ndarray, fps: 
     if not path.is_file() or path.stat().st_size == 0:
         raise RuntimeError(f"OpenCV wrote no video data to {path} ({count} frames given); "
                            "is this OpenCV build missing its FFmpeg backend?")
+    check_written(path, count)
     return path
+
+
+def check_written(path: Path, frames: int, name: Path | None = None) -> None:
+    """Raise an :class:`OSError` naming ``name`` unless the video holds ``frames`` frames.
+
+    ``name`` defaults to ``path``. OpenCV's writer reports no write errors, so a full
+    disk (``ENOSPC``) or a file-size limit (``EFBIG``) shows only as a short file.
+    """
+    cap = cv2.VideoCapture(str(path))
+    written = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) if cap.isOpened() else 0
+    cap.release()
+    if written >= frames:
+        return
+    name = name or path
+    size = path.stat().st_size if path.is_file() else 0
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    stat = os.statvfs(path.parent)
+    if limit != resource.RLIM_INFINITY and size >= limit:
+        code = errno.EFBIG
+    elif stat.f_bavail * stat.f_frsize < LOW_SPACE:
+        code = errno.ENOSPC
+    else:
+        raise OSError(errno.EIO, f"the video writer wrote {written} of {frames} frames",
+                      str(name))
+    raise OSError(code, os.strerror(code), str(name))

@@ -18,12 +18,19 @@ from embodied.datasets import DatasetError
 from embodied.datasets.collect import frame_features, record_sources, sources, split_episodes
 from embodied.datasets.writer import DatasetWriter
 from embodied.envs import make_train_env
+from embodied.policy_io import ExportError
+from embodied.rl.checkpoint import CheckpointError
 
 
 @command("collect", "record rollouts (expert, random or a trained policy) as a LeRobot "
-         "dataset with every camera view", errors=(DatasetError,))
+         "dataset with every camera view (resumable)",
+         errors=(DatasetError, CheckpointError, ExportError))
 def run_collect(cfg: DictConfig) -> dict[str, Any]:
-    """Record ``cfg.episodes`` episodes into a new dataset at ``cfg.out``."""
+    """Record ``cfg.episodes`` episodes into a new dataset at ``cfg.out``.
+
+    An interrupted collection at ``cfg.out`` is continued (same settings), as if it
+    never stopped.
+    """
     torch.set_num_threads(int(cfg.get("torch_threads") or 1))
     pairs = sources(cfg.policy, cfg.noise)
     total = int(cfg.episodes)
@@ -40,7 +47,11 @@ def run_collect(cfg: DictConfig) -> dict[str, Any]:
             "task": cfg.task.name, "instruction": env.instruction, "robot": env.robot.name,
             "control_dt": env.control_dt, "cameras": cameras,
             "task_config": OmegaConf.to_container(cfg.task, resolve=True),
-            "collection": {"sources": [list(p) for p in pairs], "seed": int(cfg.seed)}}})
+            "collection": {"sources": [list(p) for p in pairs], "seed": int(cfg.seed),
+                           "episodes": total, "num_envs": num_envs}}},
+        resume=True)
+    if writer.episodes:
+        print(f"resuming {writer.root}: {len(writer.episodes)} of {total} episodes recorded")
     start = time.perf_counter()
     bar = tqdm(total=total, unit="episode", desc=f"collect {cfg.task.name}",
                disable=not cfg.get("progress", True))

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import ListConfig
+from omegaconf import ListConfig, OmegaConf
 
 from embodied.datasets.format import (
     ACTION,
@@ -29,6 +29,7 @@ from embodied.datasets.format import (
     DatasetError,
 )
 from embodied.datasets.writer import DatasetWriter
+from embodied.rl.checkpoint import run_dir_of
 
 Policy = Callable[[torch.Tensor], torch.Tensor]
 
@@ -62,18 +63,7 @@ def make_policy(env: Any, policy: str, noise: float, seed: int) -> tuple[Policy,
         return (lambda obs: torch.rand(env.num_envs, env.action_dim, generator=gen) * 2 - 1,
                 "random")
     path = Path(policy)
-    if not path.exists():
-        raise DatasetError(f"policy '{policy}' is neither 'expert', 'random' nor an existing "
-                           "run folder, checkpoint or exported policy file")
-    if path.suffix in (".pt", ".onnx") and path.parent.name != "checkpoints":
-        from embodied.policy_io import check_against_env, load_policy
-
-        net, meta = load_policy(path)
-        check_against_env(meta, env)
-    else:
-        from embodied.export import load_checkpoint_policy
-
-        net, _, _ = load_checkpoint_policy(path)
+    net = load_policy_file(env, path)
 
     def act(obs: torch.Tensor) -> torch.Tensor:
         mean = net(obs)
@@ -82,6 +72,44 @@ def make_policy(env: Any, policy: str, noise: float, seed: int) -> tuple[Policy,
         return mean.clamp(-1.0, 1.0)
 
     return act, f"{path}(noise={noise:g})"
+
+
+def load_policy_file(env: Any, path: Path) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The network of a run folder, checkpoint or exported policy file, checked first.
+
+    It is checked against ``env`` (task, observation and action sizes) before any step:
+    a mismatch is an error naming the file, never a tensor-size error mid-rollout.
+    """
+    if not path.exists():
+        raise DatasetError(f"policy '{path}' is neither 'expert', 'random' nor an existing "
+                           "run folder, checkpoint or exported policy file")
+    if path.suffix in (".pt", ".onnx") and path.parent.name != "checkpoints":
+        from embodied.policy_io import check_against_env, load_policy
+
+        net, meta = load_policy(path)
+        check_against_env(meta, env)
+        return net
+    from embodied.export import load_checkpoint_policy
+
+    net, state, ckpt = load_checkpoint_policy(path)
+    config = run_dir_of(ckpt) / "config.yaml"
+    task = OmegaConf.select(OmegaConf.load(config), "task.name") if config.is_file() else None
+    dims = (state.get("obs_dim"), state.get("action_dim"))
+    if (task is not None and task != env.task.name) or dims != (env.obs_dim, env.action_dim):
+        raise DatasetError(
+            f"{ckpt} was trained on task '{task or 'unknown'}' (obs/action dims "
+            f"{dims[0]}/{dims[1]}), this collection runs task '{env.task.name}' (dims "
+            f"{env.obs_dim}/{env.action_dim}): pass task={task} or a policy of this task")
+    return net
+
+
+def check_sources(env: Any, pairs: list[tuple[str, float]]) -> None:
+    """Load and check every policy file of ``pairs`` before anything is recorded.
+
+    See :func:`load_policy_file`.
+    """
+    for source in dict.fromkeys(s for s, _ in pairs if s not in ("expert", "random")):
+        load_policy_file(env, Path(source))
 
 
 @torch.inference_mode()
@@ -167,17 +195,26 @@ def record_sources(env: Any, writer: DatasetWriter, pairs: list[tuple[str, float
                    ) -> dict[str, list[bool]]:
     """``counts[i]`` episodes of each (policy, noise) pair into ``writer``; successes per policy.
 
-    Pair ``i``'s policy is seeded with ``seed + i``.
+    Pair ``i``'s policy is seeded with ``seed + i``; every policy file is checked against
+    the env first (:func:`check_sources`). A resumed ``writer`` (holding the first episodes
+    of an interrupted run) gets the rest: the rollouts are replayed from the start, without
+    rendering the rounds it already has, so the result equals an uninterrupted run.
     """
+    check_sources(env, pairs)
     outcomes: dict[str, list[bool]] = {}
+    skip, produced = len(writer.episodes), 0  # a resumed writer holds the first episodes
     for level_i, ((source, noise), count) in enumerate(zip(pairs, counts, strict=True)):
         policy, name = make_policy(env, source, noise, seed + level_i)
         done = 0
         while done < count:
-            for ep in record_round(env, policy, cameras, width, height)[: count - done]:
-                writer.add_episode(ep["data"], env.instruction, ep["videos"],
-                                   {"success": ep["success"], "return": ep["return"],
-                                    "policy": name})
+            take = min(env.num_envs, count - done)
+            views = [] if produced + take <= skip else cameras  # replayed rounds: no render
+            for ep in record_round(env, policy, views, width, height)[:take]:
+                if produced >= skip:
+                    writer.add_episode(ep["data"], env.instruction, ep["videos"],
+                                       {"success": ep["success"], "return": ep["return"],
+                                        "policy": name})
+                produced += 1
                 outcomes.setdefault(name, []).append(ep["success"])
                 done += 1
                 if on_episode is not None:

@@ -25,6 +25,8 @@ reward columns ``next.reward``, ``next.done``, ``next.success``, ``progress``.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 CODEBASE_VERSION = "v3.0"
 READABLE_VERSIONS = ("v2.0", "v2.1", "v3.0")
 
@@ -32,6 +34,7 @@ DATA_PATH = "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 VIDEO_PATH = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
 EPISODES_PATH = "meta/episodes/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet"
 INFO_PATH = "meta/info.json"
+COLLECTING_PATH = ".collecting.json"  # an unfinished collection's state at its last file
 STATS_PATH = "meta/stats.json"
 TASKS_PATH = "meta/tasks.parquet"
 # v2.1
@@ -68,6 +71,21 @@ DEFAULT_FEATURES = {
 
 class DatasetError(ValueError):
     """A dataset that cannot be read or written as asked; the message names the file."""
+
+
+def unfinished_message(root: Path) -> str | None:
+    """Why ``root`` is an unfinished collection and how to go on; None if it is not one.
+
+    An unfinished collection has dataset files but no ``meta/info.json`` (written last).
+    """
+    if (root / INFO_PATH).exists() or not any(
+            (root / d).exists() for d in ("data", "videos", COLLECTING_PATH)):
+        return None
+    what = (f"{root}: unfinished collection ({INFO_PATH}, written last, is missing: the "
+            "`embodied collect` that wrote it was stopped or failed); ")
+    if (root / COLLECTING_PATH).is_file():
+        return what + f"continue it by running the same collect command with out={root}"
+    return what + f"delete {root} and run the collect again"
 
 
 def camera_key(camera: str) -> str:

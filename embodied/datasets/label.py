@@ -44,7 +44,6 @@ from embodied.datasets.format import (
     DatasetError,
 )
 from embodied.datasets.meta import (
-    atomic_path,
     read_json,
     to_column,
     write_episodes,
@@ -52,6 +51,7 @@ from embodied.datasets.meta import (
     write_parquet,
 )
 from embodied.datasets.reader import LeRobotDataset
+from embodied.files import atomic_path, writing
 from embodied.plots import plot_progress
 from embodied.reward import make_reward_model
 from embodied.reward.episodic import EpisodeRewardModel, score_whole_episode
@@ -137,10 +137,8 @@ def episode_labels(progress: np.ndarray, success_prob: np.ndarray | None,
 
 def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     """``np.savez`` atomically."""
-    tmp = atomic_path(path).with_suffix(".npz")
-    with open(tmp, "wb") as f:
+    with writing(path) as tmp, open(tmp, "wb") as f:
         np.savez(f, **arrays)
-    os.replace(tmp, path)
 
 
 def link_or_copy(src: Path, dst: Path) -> None:
@@ -226,6 +224,7 @@ def label_dataset(cfg: DictConfig) -> dict[str, Any]:
     if ds.version != "v3.0":
         raise DatasetError(f"{ds.root / INFO_PATH}: a {ds.version} dataset; labelling writes "
                            "v3.0 (one metadata row per episode), convert it to v3.0 first")
+    ds.validate()
     cfg = resolve_reward(cfg, ds)
     work = out / WORK_DIR
     wanted = settings(cfg, source)

@@ -2,13 +2,14 @@
 
 Every write goes to a temporary file that is renamed into place, so a killed
 process leaves either the old file or the new one, never half of one. Every read
-failure names the file and what is wrong with it.
+failure names the file and what is wrong with it. Parquet files carry a CRC32
+checksum per page, verified on read: a flipped byte is an error, never a wrong
+number (files written without checksums, e.g. by other tools, are read unverified).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,28 +19,26 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from embodied.datasets.format import EPISODES_PATH, TASKS_PATH, DatasetError
-
-
-def atomic_path(path: Path) -> Path:
-    """The temporary sibling a write goes to before it is renamed to ``path``."""
-    return path.with_name(f".{path.name}.tmp{os.getpid()}")
+from embodied.files import writing
 
 
 def write_parquet(table: pa.Table, path: Path) -> Path:
-    """Write ``table`` to ``path`` atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = atomic_path(path)
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    """Write ``table`` to ``path`` atomically, with page checksums."""
+    with writing(path) as tmp:
+        pq.write_table(table, tmp, write_page_checksum=True)
     return path
 
 
 def read_parquet(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
-    """Read a parquet file; a :class:`DatasetError` naming it if it is missing or damaged."""
+    """Read a parquet file, verifying its page checksums.
+
+    A :class:`DatasetError` names the file if it is missing or damaged.
+    """
     if not path.is_file():
         raise DatasetError(f"parquet file {path} is missing")
     try:
-        return pq.read_table(path, columns=list(columns) if columns else None)
+        return pq.read_table(path, columns=list(columns) if columns else None,
+                             page_checksum_verification=True)
     except (pa.ArrowException, OSError) as err:
         raise DatasetError(f"{path}: cannot read the parquet file (truncated or corrupt): "
                            f"{err}") from err
@@ -47,10 +46,8 @@ def read_parquet(path: Path, columns: Sequence[str] | None = None) -> pa.Table:
 
 def write_json(data: Any, path: Path) -> Path:
     """Write ``data`` as indented JSON, atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = atomic_path(path)
-    tmp.write_text(json.dumps(data, indent=4) + "\n")
-    os.replace(tmp, path)
+    with writing(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=4) + "\n")
     return path
 
 

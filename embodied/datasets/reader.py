@@ -29,6 +29,7 @@ from embodied.datasets.format import (
     DatasetError,
     camera_key,
     camera_name,
+    unfinished_message,
 )
 from embodied.datasets.meta import (
     from_column,
@@ -38,7 +39,7 @@ from embodied.datasets.meta import (
     read_parquet,
     read_tasks,
 )
-from embodied.datasets.video import VideoCache, probe
+from embodied.datasets.video import VideoCache, check_frame, probe
 
 
 @dataclass
@@ -60,12 +61,17 @@ class LeRobotDataset:
         self.root = Path(root)
         if not self.root.is_dir():
             raise DatasetError(f"dataset folder {self.root} does not exist")
+        if (unfinished := unfinished_message(self.root)) is not None:
+            raise DatasetError(unfinished)
         self.info: dict[str, Any] = read_json(self.root / INFO_PATH)
         self.version = str(self.info.get("codebase_version", ""))
         if self.version not in READABLE_VERSIONS:
             raise DatasetError(f"{self.root / INFO_PATH}: codebase_version "
                                f"'{self.version}' is not one of {list(READABLE_VERSIONS)}")
         self.fps = float(self.info["fps"])
+        if not self.fps > 0:
+            raise DatasetError(f"{self.root / INFO_PATH}: fps is {self.info['fps']}; it must be "
+                               "> 0 (the frame rate the data and videos were recorded at)")
         self.features: dict[str, dict[str, Any]] = self.info["features"]
         self.camera_keys = [k for k, f in self.features.items() if f["dtype"] == "video"]
         self.cameras = [camera_name(k) for k in self.camera_keys]
@@ -198,6 +204,25 @@ class LeRobotDataset:
                     f"{self.fps:g} fps; frames would be read at the wrong times (re-encode the "
                     "video or fix the fps)")
         self._checked_videos.add(path)
+
+    def validate(self) -> None:
+        """Check everything a full pass would read, before any work starts.
+
+        Every data file (checksums, rows of each episode, timestamps at the fps) and every
+        video file (present, at the fps, decodable up to the last frame an episode needs).
+        The first problem is a :class:`DatasetError` naming the file.
+        """
+        for ep in range(self.num_episodes):
+            self.episode_rows(ep)
+        needed: dict[tuple[Path, str], int] = {}
+        for episode in self.episodes:
+            last = (episode.length - 1) / self.fps
+            for key, (path, start) in episode.videos.items():
+                frame = int(np.rint((start + last) * self.fps))
+                needed[(path, key)] = max(needed.get((path, key), 0), frame)
+        for (path, key), frame in needed.items():
+            self.check_video(path, key)
+            check_frame(path, frame)
 
     def episode_frames(self, ep: int, camera: str,
                        timestamps: np.ndarray | None = None) -> np.ndarray:

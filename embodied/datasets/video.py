@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 
 from embodied.datasets.format import DatasetError
+from sim.video import check_written
 
 CODEC = "mpeg4"  # the FFmpeg name of what the 'mp4v' fourcc writes
 
@@ -48,8 +49,12 @@ class VideoAppender:
         return start / self.fps, self.frames / self.fps
 
     def close(self) -> Path:
-        """Finish the file (written under a temporary name, then renamed)."""
+        """Finish the file (written under a temporary name, then renamed).
+
+        An :class:`OSError` names it if not every frame reached the disk.
+        """
         self._writer.release()
+        check_written(self.tmp, self.frames, self.path)
         self.tmp.replace(self.path)
         return self.path
 
@@ -65,6 +70,23 @@ def probe(path: Path) -> tuple[float, int, int, int]:
                 int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)))
     finally:
         cap.release()
+
+
+def check_frame(path: Path, index: int) -> None:
+    """A :class:`DatasetError` naming ``path`` unless frame ``index`` (0-based) decodes."""
+    cap = cv2.VideoCapture(str(path))
+    try:
+        if not cap.isOpened():
+            raise DatasetError(f"{path}: cannot open the video (truncated or not a video file)")
+        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
+        if index > 0:
+            cap.set(cv2.CAP_PROP_POS_FRAMES, index)
+        ok, _ = cap.read()
+    finally:
+        cap.release()
+    if not ok:
+        raise DatasetError(f"{path}: frame {index} cannot be decoded (the file has {count} "
+                           f"frames, {index + 1} are needed): truncated or damaged video")
 
 
 def decode(path: Path) -> np.ndarray:

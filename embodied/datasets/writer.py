@@ -1,11 +1,14 @@
 """Write a LeRobot v3.0 dataset: frames to parquet, camera views to MP4, meta/ last.
 
 ``meta/info.json`` is written by ``close()`` after everything else, so a folder
-without it is an unfinished dataset, never a silently partial one.
+without it is an unfinished dataset, never a silently partial one. Until then
+``.collecting.json`` holds the writer's state as of the last finished data file, so
+a writer opened with ``resume=True`` continues an interrupted collection from there.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from embodied.datasets.format import (
     ACTION,
     CHUNK_SIZE,
     CODEBASE_VERSION,
+    COLLECTING_PATH,
     DATA_PATH,
     DEFAULT_FEATURES,
     EPISODE_INDEX,
@@ -30,8 +34,10 @@ from embodied.datasets.format import (
     VIDEO_PATH,
     DatasetError,
     camera_key,
+    unfinished_message,
 )
 from embodied.datasets.meta import (
+    read_json,
     to_column,
     write_episodes,
     write_json,
@@ -48,6 +54,12 @@ def video_feature(height: int, width: int, fps: int) -> dict[str, Any]:
             "info": {"video.height": height, "video.width": width, "video.codec": CODEC,
                      "video.pix_fmt": "yuv420p", "video.is_depth_map": False,
                      "video.fps": fps, "video.channels": 3, "has_audio": False}}
+
+
+def _jsonable(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An episode metadata row with numpy values as JSON lists and numbers."""
+    return {k: v.tolist() if isinstance(v, np.ndarray | np.generic) else v
+            for k, v in row.items()}
 
 
 def chunk_file(n: int) -> tuple[int, int]:
@@ -68,9 +80,12 @@ class DatasetWriter:
     def __init__(self, root: str | Path, fps: int, features: Mapping[str, Mapping[str, Any]],
                  cameras: Sequence[str] = (), image_size: tuple[int, int] = (96, 96),
                  robot_type: str | None = None, episodes_per_file: int = 50,
-                 extra_info: Mapping[str, Any] | None = None):
+                 extra_info: Mapping[str, Any] | None = None, resume: bool = False):
         self.root = Path(root)
-        if (self.root / INFO_PATH).exists() or (self.root / "data").exists():
+        unfinished = unfinished_message(self.root)
+        if unfinished is not None and not (resume and (self.root / COLLECTING_PATH).is_file()):
+            raise DatasetError(unfinished)
+        if (self.root / INFO_PATH).exists():
             raise DatasetError(f"{self.root} already holds a dataset; choose a new folder "
                                "(datasets are never overwritten)")
         if ACTION not in features:
@@ -89,6 +104,33 @@ class DatasetWriter:
         self._file = 0  # running file number (chunk, file) = divmod(n, CHUNK_SIZE)
         self._in_file = 0
         self._frames = 0
+        if unfinished is not None:
+            self._restore()
+
+    def _settings(self) -> dict[str, Any]:
+        """What the dataset's files depend on; a resumed writer must have the same."""
+        return json.loads(json.dumps({
+            "fps": self.fps, "features": self.features, "cameras": self.cameras,
+            "image_size": self.image_size, "episodes_per_file": self.episodes_per_file,
+            "robot_type": self.robot_type, "extra_info": self.extra_info}))
+
+    def _save_progress(self) -> None:
+        """Record the state as of the finished files (called before a new file starts)."""
+        write_json({"settings": self._settings(), "tasks": self.tasks, "file": self._file,
+                    "frames": self._frames, "episodes": [_jsonable(r) for r in self.episodes],
+                    "frame_stats": [st.to_json(s) for s in self.frame_stats]},
+                   self.root / COLLECTING_PATH)
+
+    def _restore(self) -> None:
+        """Continue from the state of an interrupted collection with the same settings."""
+        state = read_json(self.root / COLLECTING_PATH)
+        if state.get("settings") != self._settings():
+            raise DatasetError(f"{self.root}: an unfinished collection with other settings "
+                               f"({self.root / COLLECTING_PATH}); continue it with the same "
+                               "settings, or choose another out=")
+        self.tasks, self.episodes = list(state["tasks"]), list(state["episodes"])
+        self.frame_stats = [st.from_json(s) for s in state["frame_stats"]]
+        self._file, self._frames = int(state["file"]), int(state["frames"])
 
     def _task_index(self, task: str) -> int:
         if task not in self.tasks:
@@ -118,6 +160,8 @@ class DatasetWriter:
                 raise DatasetError(f"'{key}' has {len(values)} frames, '{ACTION}' has {length}")
         if length == 0:
             raise DatasetError("an episode needs at least one frame")
+        if self._in_file == 0:  # a new file starts: what is finished so far can resume
+            self._save_progress()
         ep = len(self.episodes)
         chunk, file = chunk_file(self._file)
         columns = {k: to_column(data[k], self.features[k]["dtype"]) for k in self.features}
@@ -157,12 +201,12 @@ class DatasetWriter:
 
     def _flush(self) -> None:
         """Finish the current data file and video files; the next episode starts new ones."""
+        for appender in self._videos.values():
+            appender.close()
         if self._tables:
             chunk, file = chunk_file(self._file)
             write_parquet(pa.concat_tables(self._tables),
                           self.root / DATA_PATH.format(chunk_index=chunk, file_index=file))
-        for appender in self._videos.values():
-            appender.close()
         self._tables, self._videos = [], {}
         if self._in_file:
             self._file += 1
@@ -202,4 +246,5 @@ class DatasetWriter:
         write_json(st.to_json({k: st.aggregate(s[k] for s in self.frame_stats) for k in keys}),
                    self.root / STATS_PATH)
         write_json(self.info(), self.root / INFO_PATH)
+        (self.root / COLLECTING_PATH).unlink(missing_ok=True)
         return self.root

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from embodied.reward.base import RewardModel, RewardOutput
+from embodied.torch_file import load_weights
 
 FORMAT = "embodied-bt"
 FORMAT_VERSION = 1
@@ -226,8 +227,9 @@ def load_bt(path: str | Path, device: str | torch.device = "cpu"
     if not path.is_file():
         raise FileNotFoundError(f"no Bradley-Terry checkpoint at {path}; train one with "
                                 "`embodied reward bt task=<task>` (it writes <run>/bt.pt)")
-    ckpt = torch.load(path, map_location=device, weights_only=True)
-    if ckpt.get("format") != FORMAT or ckpt.get("version") != FORMAT_VERSION:
+    ckpt = load_weights(path, "Bradley-Terry checkpoint", device)
+    if not isinstance(ckpt, dict) or (ckpt.get("format"), ckpt.get("version")) != (
+            FORMAT, FORMAT_VERSION):
         raise ValueError(f"{path}: format {ckpt.get('format')} v{ckpt.get('version')}, "
                          f"expected {FORMAT} v{FORMAT_VERSION}")
     known = {f.name for f in fields(BTConfig)}

@@ -9,12 +9,15 @@ there instead (same naming, found by :func:`find_checkpoint` with ``suffix=".zip
 
 from __future__ import annotations
 
-import os
+import io
 import re
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from embodied.files import writing
+from embodied.torch_file import InvalidTorchFileError, load_weights
 
 CHECKPOINT_FORMAT = 1
 REQUIRED_KEYS = frozenset({"format", "policy", "ppo", "iteration", "global_step", "rng"})
@@ -54,13 +57,16 @@ def run_dir_of(checkpoint: Path) -> Path:
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a checkpoint with ``weights_only=True``; a clear error if it is corrupt."""
+    """Read a checkpoint with ``weights_only=True``.
+
+    A :class:`CheckpointError` names the file if it is missing, corrupt or foreign (never
+    torch's advice to load it unsafely).
+    """
     path = Path(path)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # truncated zip, pickle garbage, missing file, ...
-        raise CheckpointError(f"cannot read checkpoint {path} (corrupt or truncated?): "
-                              f"{type(err).__name__}: {err}") from err
+        state = load_weights(path, "training checkpoint")
+    except InvalidTorchFileError as err:
+        raise CheckpointError(str(err)) from None
     missing = REQUIRED_KEYS - set(state if isinstance(state, dict) else {})
     if missing:
         raise CheckpointError(f"{path} is not a training checkpoint (missing {sorted(missing)})")
@@ -68,10 +74,14 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 def save_checkpoint(state: dict[str, Any], path: str | Path) -> Path:
-    """Write ``state`` to ``path`` atomically (tmp file + ``os.replace``); returns ``path``."""
+    """Write ``state`` to ``path`` atomically (tmp file + ``os.replace``); returns ``path``.
+
+    Serialised in memory first, so a failed write (a full disk) is an :class:`OSError`
+    naming ``path`` rather than an error of torch's stream writer.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    with writing(path) as tmp:
+        tmp.write_bytes(buffer.getbuffer())
     return path

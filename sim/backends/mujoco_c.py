@@ -15,6 +15,7 @@ import torch
 
 from sim.backends.model_lookup import ModelLookup
 from sim.backends.state_fields import StateTensors
+from sim.memory import check_memory
 
 
 def _view(array: np.ndarray) -> torch.Tensor:
@@ -120,4 +121,5 @@ class ThreadSettings(Protocol):
 def mujoco_physics(model: mujoco.MjModel, num_envs: int, decimation: int,
                    cfg: ThreadSettings) -> MujocoPhysics:
     """The :data:`sim.env.PhysicsFactory` of the C MuJoCo engine (``cfg.nthread`` threads)."""
+    check_memory(model, num_envs)  # InsufficientMemoryError before allocating what cannot fit
     return MujocoPhysics(model, num_envs, decimation, cfg.nthread)

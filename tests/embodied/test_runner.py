@@ -56,7 +56,7 @@ def test_checkpoint_holds_everything_and_is_written_atomically(tmp_path):
     runner.learn(1)
     path = find_checkpoint(tmp_path)
     assert path == tmp_path / "checkpoints" / "model_000001.pt"
-    assert not list(tmp_path.glob("checkpoints/*.tmp"))
+    assert [p.name for p in (tmp_path / "checkpoints").iterdir()] == [path.name]  # no tmp file
     state = load_checkpoint(path)
     assert {"policy", "ppo", "iteration", "global_step", "rng", "episodes", "config"} <= set(state)
     assert "obs_normalizer.count" in state["policy"] and state["rng"]["env"] is not None
@@ -125,3 +125,15 @@ def test_ctrl_c_keeps_the_exact_periodic_checkpoint(tmp_path):
         runner.learn(10)
     assert (tmp_path / "checkpoints" / "model_000002.pt").read_bytes() == saved["bytes"]
     assert find_checkpoint(tmp_path).name == "model_000002.pt"
+
+
+def test_foreign_checkpoint_gets_no_unsafe_advice(tmp_path):
+    """A pickle of objects torch refuses to load safely is 'not a valid checkpoint'; the
+    message never suggests weights_only=False."""
+    path = tmp_path / "model_000001.pt"
+    torch.save({"policy": SMALL}, path)  # a dataclass: not loadable with weights_only=True
+    with pytest.raises(CheckpointError) as err:
+        load_checkpoint(path)
+    message = str(err.value)
+    assert str(path) in message and "not a valid" in message
+    assert "weights_only" not in message and "unsafe" not in message.lower()

@@ -109,3 +109,23 @@ def test_bad_yaml(panda_copy):
 def test_unknown_robot_name():
     with pytest.raises(FileNotFoundError, match="known robots"):
         load_robot("r2d2")
+
+
+@pytest.mark.parametrize("key, value, field", [
+    ("kp", -400.0, "joints[1] (joint2).kp"), ("kd", -5.0, "joints[1] (joint2).kd"),
+    ("velocity", -2.0, "joints[1] (joint2).velocity"), ("effort", 0.0, "joints[1] (joint2).effort"),
+    ("action_scale", -1.0, "joints[1] (joint2).action_scale")])
+def test_negative_gains_and_limits(panda_copy, key, value, field):
+    _edit(panda_copy, lambda d: d["joints"][1].update({key: value}))
+    _expect(panda_copy, f"field '{field}'", "is not")
+
+
+@pytest.mark.parametrize("key", ["velocity", "effort"])
+def test_limit_errors_name_their_key(panda_copy, key):
+    _edit(panda_copy, lambda d: d["gripper"].update({key: "fast"}))
+    _expect(panda_copy, f"field 'gripper.{key}'", "expected a number")
+
+
+def test_negative_gripper_gain(panda_copy):
+    _edit(panda_copy, lambda d: d["gripper"].update(kp=-1000.0))
+    _expect(panda_copy, "field 'gripper.kp'", "is not > 0")

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from embodied.reward.prm.network import MultiViewPRM, PRMConfig
+from embodied.torch_file import load_weights
 
 CHECKPOINT_FORMAT = "embodied-prm"
 CHECKPOINT_VERSION = 1
@@ -63,11 +64,7 @@ def load_prm(path: str | Path, device: str | torch.device = "cpu"
              ) -> tuple[MultiViewPRM, dict[str, Any]]:
     """The network (eval mode) and the ``info`` saved with it."""
     path = find_prm_checkpoint(path)
-    try:
-        ckpt = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:
-        raise ValueError(f"cannot read PRM checkpoint {path}: {type(err).__name__}: {err}") \
-            from err
+    ckpt = load_weights(path, "PRM checkpoint")
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path} is not a PRM checkpoint (written by embodied reward train)")
     if ckpt["version"] != CHECKPOINT_VERSION:

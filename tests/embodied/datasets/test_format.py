@@ -187,3 +187,18 @@ def test_writer_refuses_mismatched_episodes_and_existing_datasets(written, tmp_p
                            {"front": frames_of(4, 0)})
     with pytest.raises(DatasetError, match="has 3 frames"):
         writer.add_episode(ep, "t", {"front": frames_of(3, 0)})
+
+
+def test_a_flipped_byte_in_a_data_page_is_an_error_naming_the_file(written, tmp_path):
+    """Page checksums: corruption that still parses is refused, never read as numbers."""
+    root = copy_dataset(written[0], tmp_path / "ds")
+    path = root / "data/chunk-000/file-000.parquet"
+    data = bytearray(path.read_bytes())
+    value = written[1][0]["observation.state"][0, 0].tobytes()  # stored raw in a data page
+    at = bytes(data).find(value)
+    assert at > 0
+    data[at + 1] ^= 0x40
+    path.write_bytes(bytes(data))
+    assert pq.read_table(path)  # an unverified read returns the changed number without error
+    with pytest.raises(DatasetError, match=r"file-000\.parquet.*(checksum|corrupt)"):
+        LeRobotDataset(root).episode_data(0)

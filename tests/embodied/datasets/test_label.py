@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import signal
 import subprocess
@@ -163,8 +164,12 @@ def test_a_camera_the_model_expects_but_the_dataset_lacks(dataset, tiny_clip, tm
         run_label(cfg)
 
 
-def test_a_damaged_file_stops_labelling_without_losing_labels(dataset, tmp_path):
+def test_a_damaged_file_stops_labelling_without_losing_labels(dataset, tmp_path, monkeypatch):
+    """Damage found mid-run (here: validation skipped, as if the file broke after it) keeps
+    the labels so far; the rerun resumes."""
     import shutil
+
+    monkeypatch.setattr(LeRobotDataset, "validate", lambda self: None)
 
     source = tmp_path / "src"
     shutil.copytree(dataset, source)
@@ -190,3 +195,66 @@ def test_the_cli_names_problems_and_exits_2(dataset, tmp_path, capsys):
     assert "no reward model" in capsys.readouterr().err
     assert main(["label", f"dataset={tmp_path / 'nope'}"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", ["deleted_video", "truncated_video", "zero_fps"])
+def test_the_dataset_is_validated_before_scoring(dataset, tmp_path, capsys, damage):
+    """A missing or truncated video (even one the reward model never decodes) and fps <= 0
+    are one error line before any frame is scored."""
+    import shutil
+
+    from embodied.cli import main
+
+    source = tmp_path / "src"
+    shutil.copytree(dataset, source)
+    video = sorted(source.glob("videos/*/chunk-000/file-001.mp4"))[0]
+    if damage == "deleted_video":
+        video.unlink()
+    elif damage == "truncated_video":
+        video.write_bytes(video.read_bytes()[: video.stat().st_size * 2 // 3])
+    else:
+        info = json.loads((source / "meta/info.json").read_text())
+        info["fps"] = 0
+        (source / "meta/info.json").write_text(json.dumps(info))
+    out = tmp_path / "out"
+    assert main(["label", "reward=oracle", f"dataset={source}", f"out={out}",
+                 "progress=false"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert (str(video) if damage != "zero_fps" else "info.json") in err
+    assert not list(out.glob(".labelling/episode_*.npz"))  # nothing was scored
+
+
+def test_an_interrupted_collection_resumes_to_the_same_dataset(tmp_path, monkeypatch, capsys):
+    """Stopped after 5 of 7 episodes (two files of 2 finished), the same command continues
+    and gives what an uninterrupted run gives: data, metadata and video frames."""
+    from embodied.datasets.writer import DatasetWriter
+
+    args = ["task=panda_reach", "task.episode_length_s=0.3", "episodes=7", "num_envs=3",
+            "noise=[0,0.6]", "width=32", "height=32", "episodes_per_file=2", "progress=false"]
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    run_collect(load_config("collect", [*args, f"out={whole}"]))
+    add = DatasetWriter.add_episode
+
+    def stop_at_five(self, *a, **k):
+        if len(self.episodes) == 5:
+            raise KeyboardInterrupt
+        return add(self, *a, **k)
+
+    monkeypatch.setattr(DatasetWriter, "add_episode", stop_at_five)
+    with pytest.raises(KeyboardInterrupt):
+        run_collect(load_config("collect", [*args, f"out={part}"]))
+    monkeypatch.setattr(DatasetWriter, "add_episode", add)
+    with pytest.raises(DatasetError, match="unfinished collection"):
+        LeRobotDataset(part)
+    capsys.readouterr()
+    run_collect(load_config("collect", [*args, f"out={part}"]))
+    assert f"resuming {part}: 4 of 7 episodes recorded" in capsys.readouterr().out
+    a, b = LeRobotDataset(whole), LeRobotDataset(part)
+    assert a.num_episodes == b.num_episodes == 7 and a.num_frames == b.num_frames
+    assert [e.meta for e in a.episodes] == [e.meta for e in b.episodes]
+    for ep in range(7):
+        for key, values in a.episode_data(ep).items():
+            np.testing.assert_array_equal(values, b.episode_data(ep)[key], err_msg=key)
+        np.testing.assert_array_equal(a.episode_views(ep), b.episode_views(ep))
+    assert a.info == b.info and not (part / ".collecting.json").exists()
