@@ -10,13 +10,12 @@ from pathlib import Path
 import pytest
 
 from embodied import distributed
-from embodied.commands.collect import run_collect
 from embodied.commands.label import run_label
 from embodied.config import load_config
 
 REPO = Path(__file__).resolve().parents[3]
 WORKER = Path(__file__).with_name("dist_label_worker.py")
-EPISODES = 12
+EPISODES = 12  # of the shared `dataset` (conftest.py)
 SAME = ("data/chunk-000/file-000.parquet", "data/chunk-000/file-001.parquet",
         "data/chunk-000/file-002.parquet", "meta/episodes/chunk-000/file-000.parquet",
         "meta/stats.json", "meta/info.json", "meta/tasks.parquet",
@@ -28,19 +27,11 @@ def digest(path: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def labelled(tmp_path_factory) -> tuple[Path, Path]:
-    """A collected dataset and its single-process oracle labelling."""
-    root = tmp_path_factory.mktemp("dist_label")
-    cfg = load_config("collect", ["task=panda_reach", "task.episode_length_s=0.6",
-                                  f"episodes={EPISODES}", "num_envs=6", "noise=[0,0.6]",
-                                  "width=32", "height=32", "episodes_per_file=5",
-                                  "progress=false", f"out={root / 'source'}"])
-    try:
-        run_collect(cfg)
-    except RuntimeError as err:  # no OpenGL on this machine
-        pytest.skip(f"cannot render: {err}")
-    run_label(load_config("label", overrides(root / "source", root / "single")))
-    return root / "source", root / "single"
+def labelled(dataset, tmp_path_factory) -> tuple[Path, Path]:
+    """The shared dataset (conftest.py) and its single-process oracle labelling."""
+    single = tmp_path_factory.mktemp("dist_label") / "single"
+    run_label(load_config("label", overrides(dataset, single)))
+    return dataset, single
 
 
 def overrides(source: Path, out: Path) -> list[str]:
