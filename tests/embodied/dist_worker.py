@@ -13,6 +13,9 @@ import torch
 import torch.distributed as dist
 
 from embodied import distributed
+from embodied.reward.prm.data import load_frames
+from embodied.reward.prm.network import PRMConfig
+from embodied.reward.prm.train import TrainConfig, train_prm
 from embodied.rl import OnPolicyRunner, PPOConfig
 from embodied.rl.actor_critic import ActorCritic
 from sim import make_env
@@ -86,11 +89,21 @@ def check_gradient(out: Path) -> dict:
             "grad_scale": float(whole.abs().max())}
 
 
+def check_prm(out: Path) -> dict:
+    """DDP keeps the PRM identical on both ranks though each draws its own minibatches."""
+    data = load_frames(out / "prm" / "data")
+    net, stats = train_prm(data, PRMConfig(cameras=data.cameras, image_size=32, text="learned",
+                                           dim=32, channels=[8, 8, 8]),
+                           TrainConfig(epochs=1, batch_size=8), log=False)
+    return {"spread": spread(net), "steps": stats["steps"], "states": stats["train_states"]}
+
+
 def main() -> None:
     check, out = sys.argv[1], Path(sys.argv[2])
     torch.set_num_threads(1)
     assert distributed.init() and dist.get_backend() == "gloo"
-    result = {"check_training": check_training, "check_gradient": check_gradient}[check](out)
+    result = {"check_training": check_training, "check_gradient": check_gradient,
+              "check_prm": check_prm}[check](out)
     if distributed.is_main():
         (out / f"{check}.json").write_text(json.dumps(result))
     distributed.shutdown()

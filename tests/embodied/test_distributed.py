@@ -1,9 +1,11 @@
 """Data-parallel PPO under real torchrun (2 ranks, gloo on 127.0.0.1): identical parameters,
-the whole-batch gradient, bitwise resume, the world-size refusal, single-process SB3."""
+the whole-batch gradient, bitwise resume, the world-size refusal, single-process SB3, and
+`embodied reward train` with DistributedDataParallel."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -66,3 +68,16 @@ def test_sb3_says_it_is_single_process(tmp_path):
         120, cwd=REPO, env=ENV)
     assert result.returncode != 0
     assert "algo=sb3_ppo (stable-baselines3) runs in a single process" in result.stderr
+
+
+def test_reward_train_with_ddp(tmp_path):
+    run = tmp_path / "prm"
+    torchrun(["-m", "embodied.cli", "reward", "train", "task=panda_reach", "data.episodes=8",
+              "data.batch_envs=8", "data.stride=10", "data.width=32", "data.height=32",
+              "model.image_size=32", "model.text=learned", "model.dim=32", "train.epochs=1",
+              "train.batch_size=16", "torch_threads=1", f"run_dir={run}"])
+    assert (run / "prm.pt").is_file() and (run / "metrics.json").is_file()
+    torchrun([str(WORKER), "check_prm", str(tmp_path)])
+    result = json.loads((tmp_path / "check_prm.json").read_text())
+    assert result["spread"] == 0.0
+    assert result["steps"] == math.ceil(result["states"] / (8 * 2))  # an epoch over both ranks
