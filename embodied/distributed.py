@@ -70,6 +70,11 @@ def rank_seed(seed: int) -> int:
     return int(seed) + rank() * RANK_SEED_STRIDE
 
 
+def restart_count() -> int:
+    """How often torchrun restarted the job's workers (``--max-restarts``); 0 at first."""
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+
+
 def default_device() -> str | None:
     """``cuda:<local rank>`` under torchrun on a GPU machine, else None (the backend's default)."""
     if is_distributed() and torch.cuda.is_available():
@@ -89,7 +94,16 @@ def init(timeout_s: float = 1800.0) -> bool:
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     if backend == "nccl":
         torch.cuda.set_device(local_rank() % torch.cuda.device_count())
-    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
+    timeout = timedelta(seconds=timeout_s)
+    if restart_count() == 0:
+        dist.init_process_group(backend, timeout=timeout)
+        return True
+    # after a torchrun restart the store still holds the dead round's addresses: a fresh prefix
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                          world_size(), is_master=rank() == 0 and os.environ.get(
+                              "TORCHELASTIC_USE_AGENT_STORE") != "True", timeout=timeout)
+    dist.init_process_group(backend, store=dist.PrefixStore(f"restart_{restart_count()}", store),
+                            rank=rank(), world_size=world_size(), timeout=timeout)
     return True
 
 
@@ -241,8 +255,8 @@ def check_world_size(saved: int | None, what: str) -> None:
     """Refuse to resume ``what`` (a checkpoint) written by a different number of processes."""
     saved = 1 if saved is None else int(saved)
     if saved != world_size():
-        how = "without torchrun" if saved == 1 else f"with torchrun --nproc_per_node={saved}" \
-            " (processes over all nodes)"
+        how = "without torchrun" if saved == 1 else \
+            f"with torchrun --nproc_per_node={saved} (or --nnodes x --nproc_per_node = {saved})"
         raise WorldSizeError(f"{what} was written by {saved} process(es), this run has "
                              f"{world_size()}: resume it {how}")
 
@@ -259,9 +273,10 @@ def launch_local(nproc: int, args: Sequence[str], timeout: float,
                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``torchrun --nproc_per_node=<nproc> <args>`` on this machine (rendezvous on 127.0.0.1).
 
-    ``args`` is what follows torchrun's own options (``-m embodied.cli train ...`` or a
-    script). Output is captured; after ``timeout`` seconds, or on any error, the whole
-    process group (torchrun and its ranks) is killed.
+    ``args`` follows the rendezvous options: more torchrun options if any, then the
+    program (``-m embodied.cli train ...`` or a script). Output is captured; after
+    ``timeout`` seconds, or on any error, the whole process group (torchrun and its
+    ranks) is killed.
     """
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
            "--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{free_port()}",

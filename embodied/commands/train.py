@@ -7,6 +7,7 @@ Leaves a self-contained, resumable run folder (:mod:`embodied.run_folder`). Unde
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -28,6 +29,7 @@ from sim import BackendError
          "eval video)", errors=(CheckpointError, FileNotFoundError, BackendError))
 def run_train(cfg: DictConfig) -> dict[str, Any]:
     """Train (or resume), then plot, evaluate and print a summary; returns the summary."""
+    cfg = restarted_config(cfg)
     saved = saved_config(cfg.resume) if cfg.resume is not None else None
     algo = str((OmegaConf.select(saved, "algo.name") if saved is not None else None)
                or cfg.algo.name)
@@ -84,6 +86,17 @@ def run_train(cfg: DictConfig) -> dict[str, Any]:
         print("  tensorboard         not installed: metrics in metrics.csv only")
     summary["world_size"] = distributed.world_size()
     return run.finish(summary)
+
+
+def restarted_config(cfg: DictConfig) -> DictConfig:
+    """After a torchrun restart (``--max-restarts``), resume from ``run_dir`` if it holds a
+    checkpoint (so ``run_dir`` must be given: the default one is named by the time)."""
+    if distributed.restart_count() == 0 or cfg.get("resume") is not None:
+        return cfg
+    if not list((Path(str(cfg.run_dir)) / "checkpoints").glob("model_*")):
+        return cfg
+    print(f"torchrun restart {distributed.restart_count()}: resuming {cfg.run_dir}")
+    return OmegaConf.merge(cfg, {"resume": str(cfg.run_dir)})
 
 
 def rank_config(cfg: DictConfig) -> DictConfig:

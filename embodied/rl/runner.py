@@ -242,10 +242,14 @@ class OnPolicyRunner:
     def save(self, path: str | Path | None = None) -> Path:
         """Write a checkpoint atomically (tmp file + ``os.replace``); returns its path.
 
-        Called on every rank under torchrun; rank 0 writes.
+        Called on every rank under torchrun; rank 0 writes, and every rank returns once
+        the file is there.
         """
         state, path = self.state_dict(), Path(path or self.checkpoint_path())
-        return save_checkpoint(state, path) if distributed.is_main() else path
+        if distributed.is_main():
+            save_checkpoint(state, path)
+        distributed.barrier()
+        return path
 
     def load(self, path: str | Path) -> Path:
         """Restore a checkpoint (a file or a run folder's newest); returns the file read."""

@@ -1,6 +1,7 @@
 """Data-parallel PPO under real torchrun (2 ranks, gloo on 127.0.0.1): identical parameters,
 the whole-batch gradient, bitwise resume, the world-size refusal, single-process SB3, and
-`embodied reward train` with DistributedDataParallel."""
+`embodied reward train` with DistributedDataParallel, a killed rank's job restarted by torchrun
+resuming from its checkpoint."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ WORKER = Path(__file__).with_name("dist_worker.py")
 ENV = {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
 
 
-def torchrun(args: list[str], timeout: float = 240) -> None:
-    result = distributed.launch_local(2, args, timeout, cwd=REPO, env=ENV)
+def torchrun(args: list[str], timeout: float = 240, **env: str) -> str:
+    result = distributed.launch_local(2, args, timeout, cwd=REPO, env={**ENV, **env})
     assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
+    return result.stdout
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +61,8 @@ def test_resuming_with_another_world_size_is_refused_in_one_line(training, capsy
     assert main(["train", f"resume={out / 'straight'}", "progress=false"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert "written by 2 process(es), this run has 1" in err and "--nproc_per_node=2" in err
+    assert ("written by 2 process(es), this run has 1: resume it with torchrun "
+            "--nproc_per_node=2") in err
 
 
 def test_sb3_says_it_is_single_process(tmp_path):
@@ -81,3 +84,18 @@ def test_reward_train_with_ddp(tmp_path):
     result = json.loads((tmp_path / "check_prm.json").read_text())
     assert result["spread"] == 0.0
     assert result["steps"] == math.ceil(result["states"] / (8 * 2))  # an epoch over both ranks
+
+
+def test_a_rank_killed_mid_run_is_restarted_and_resumes(tmp_path):
+    run = tmp_path / "run"
+    out = torchrun(["--max-restarts=1", str(REPO / "tests/embodied/dist_cli_worker.py"),
+                    "train", "task=panda_reach", "num_envs=4", "max_iterations=4",
+                    "save_interval=2", "algo.num_steps=8", "eval.num_envs=0", "progress=false",
+                    "physics_threads=1", f"run_dir={run}"],
+                   KILL_RANK="1", KILL_ONCE=str(tmp_path / "killed"))
+    assert (tmp_path / "killed").exists()  # rank 1 died after the checkpoint of iteration 2
+    assert f"torchrun restart 1: resuming {run}" in out
+    assert "resumed from" in out and "(iteration 2," in out
+    assert (run / "checkpoints" / "model_000004.pt").is_file()
+    rows = (run / "metrics.csv").read_text().splitlines()[1:]
+    assert [int(r.split(",")[0]) for r in rows] == [1, 2, 3, 4]

@@ -14,7 +14,7 @@ from embodied.commands.label import run_label
 from embodied.config import load_config
 
 REPO = Path(__file__).resolve().parents[3]
-WORKER = Path(__file__).with_name("dist_label_worker.py")
+WORKER = Path(__file__).parents[1] / "dist_cli_worker.py"
 EPISODES = 12  # of the shared `dataset` (conftest.py)
 SAME = ("data/chunk-000/file-000.parquet", "data/chunk-000/file-001.parquet",
         "data/chunk-000/file-002.parquet", "meta/episodes/chunk-000/file-000.parquet",
@@ -43,8 +43,8 @@ def torchrun_label(source: Path, out: Path, kill_rank: int | None = None):
     env = {"PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     if kill_rank is not None:
         env["KILL_RANK"] = str(kill_rank)
-    return distributed.launch_local(2, [str(WORKER), *overrides(source, out)], 240, cwd=REPO,
-                                    env=env)
+    return distributed.launch_local(2, [str(WORKER), "label", *overrides(source, out)], 240,
+                                    cwd=REPO, env=env)
 
 
 def assert_same(out: Path, single: Path) -> None:
