@@ -276,18 +276,21 @@ def launch_local(nproc: int, args: Sequence[str], timeout: float,
     ``args`` follows the rendezvous options: more torchrun options if any, then the
     program (``-m embodied.cli train ...`` or a script). Output is captured; after
     ``timeout`` seconds, or on any error, the whole process group (torchrun and its
-    ranks) is killed.
+    ranks) is killed. A port taken between choosing and binding it is retried once.
     """
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
-           "--nnodes=1", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{free_port()}",
-           *args]
     env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:  # whatever is left of the job: torchrun, its agent and its ranks
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+    for attempt in range(2):
+        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}",
+               "--nnodes=1", "--rdzv-backend=c10d",
+               f"--rdzv-endpoint=127.0.0.1:{free_port()}", *args]
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        finally:  # whatever is left of the job: torchrun, its agent and its ranks
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if proc.returncode == 0 or attempt or "address already in use" not in err.lower():
+            break
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

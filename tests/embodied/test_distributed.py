@@ -99,3 +99,15 @@ def test_a_rank_killed_mid_run_is_restarted_and_resumes(tmp_path):
     assert (run / "checkpoints" / "model_000004.pt").is_file()
     rows = (run / "metrics.csv").read_text().splitlines()[1:]
     assert [int(r.split(",")[0]) for r in rows] == [1, 2, 3, 4]
+
+
+def test_two_ranks_learn_panda_reach_like_one_process_with_their_envs(tmp_path):
+    """2 ranks x 64 envs meet the bar of the single-process test (1 x 128 envs, the same
+    iterations: tests/embodied/test_train.py)."""
+    run = tmp_path / "run"
+    torchrun(["-m", "embodied.cli", "train", "task=panda_reach", "num_envs=64",
+              "max_iterations=75", "save_interval=25", "physics_threads=1", "progress=false",
+              "eval.num_envs=32", "eval.video_envs=0", f"run_dir={run}"], timeout=900)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["env_steps"] == 75 * 32 * 64 * 2
+    assert summary["eval"]["success_rate"] >= 0.8, summary["eval"]
