@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from embodied import distributed
 from embodied.commands import COMMANDS, Command
 from embodied.config import ConfigError, load_config
 
@@ -21,9 +22,11 @@ def _run(cmd: Command, overrides: list[str]) -> int:
     The command's listed errors and config errors (they name the file or value and
     the fix) are printed as one ``error: ...`` line with exit code 2, without a
     traceback; Ctrl-C exits with 130 (training commands write a checkpoint first).
+    Under torchrun the ranks that succeed leave the process group together.
     """
     try:
         cmd.run(load_config(cmd.config, overrides))
+        distributed.shutdown()
     except (ConfigError, *cmd.errors) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
