@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from embodied import distributed
 from embodied.commands import COMMANDS, Command
 from embodied.commands.registry import error_line
 from embodied.config import load_config
@@ -23,10 +24,12 @@ def _run(cmd: Command, overrides: list[str]) -> int:
     errors such as a read-only folder or a full disk: see
     :func:`~embodied.commands.registry.error_line`) is printed as one ``error: ...``
     line with exit code 2, without a traceback; Ctrl-C exits with 130 (training
-    commands write a checkpoint first).
+    commands write a checkpoint first). Under torchrun the ranks that succeed leave the
+    process group together.
     """
     try:
         cmd.run(load_config(cmd.config, overrides))
+        distributed.shutdown()
     except KeyboardInterrupt:
         return 130
     except Exception as err:

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from embodied import distributed
 from embodied.config import save_config
 from embodied.envs import make_train_env
 from embodied.plots import plot_learning_curve
@@ -78,9 +79,10 @@ class RunFolder:
         return OmegaConf.merge(cfg, {k: saved[k] for k in RUN_KEYS if k in saved})
 
     def write_config(self, cfg: DictConfig) -> DictConfig:
-        """``cfg`` with ``run_dir`` set to this folder, written to config.yaml."""
+        """``cfg`` with ``run_dir`` set to this folder, written to config.yaml (by rank 0)."""
         cfg = OmegaConf.merge(cfg, {"run_dir": str(self.path)})
-        save_config(cfg, self.path)
+        if distributed.is_main():
+            save_config(cfg, self.path)
         return cfg
 
     def metrics_logger(self, iteration: int | None = None,

@@ -1,4 +1,8 @@
-"""`embodied reward train`: simulate (or load) frames, train the learned PRM, evaluate it."""
+"""`embodied reward train`: simulate (or load) frames, train the learned PRM, evaluate it.
+
+Under ``torchrun`` the PRM trains with DistributedDataParallel (one minibatch stream per
+rank); rank 0 simulates the data, writes the run folder and evaluates.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from embodied import distributed
 from embodied.commands.registry import command
 from embodied.config import save_config
 from embodied.reward.prm.checkpoint import CHECKPOINT_NAME, save_prm
@@ -26,15 +31,23 @@ from embodied.reward.prm.train import TrainConfig, train_prm
 def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
     """Simulate (or load) a frame dataset, train the PRM, evaluate it; returns metrics."""
     torch.set_num_threads(int(cfg.torch_threads))
-    run_dir = Path(cfg.run_dir)
-    save_config(cfg, run_dir)
+    distributed.init()
+    run_dir = Path(distributed.broadcast_object(str(cfg.run_dir)))
+    main = distributed.is_main()
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True)
     path = data_cfg.pop("path")
     start = time.perf_counter()
-    if path is None:
-        print(f"simulating {data_cfg['episodes']} episodes of {cfg.task.name} ...", flush=True)
-    data, path = load_or_simulate(path, DataConfig(task=cfg.task.name, **data_cfg),
-                                  run_dir / "data", progress_bar=True)
+    if main:
+        save_config(OmegaConf.merge(cfg, {"run_dir": str(run_dir)}), run_dir)
+        if path is None:
+            print(f"simulating {data_cfg['episodes']} episodes of {cfg.task.name} ...",
+                  flush=True)
+        data, path = load_or_simulate(path, DataConfig(task=cfg.task.name, **data_cfg),
+                                      run_dir / "data", progress_bar=True)
+    path = distributed.broadcast_object(str(path) if main else None)  # after rank 0 saved it
+    if not main:
+        data, path = load_or_simulate(path, DataConfig(task=cfg.task.name, **data_cfg),
+                                      run_dir / "data")
     sim_s = time.perf_counter() - start
     print(f"dataset {path}: {len(data.progress)} states of {len(data.episodes)} episodes "
           f"({sim_s:.0f} s)", flush=True)
@@ -42,6 +55,8 @@ def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
                                                                           resolve=True))
     net, stats = train_prm(data, model_cfg, TrainConfig(**OmegaConf.to_container(
         cfg.train, resolve=True)))
+    if not main:
+        return {"rank": distributed.rank(), "train": stats}
     info = {"task": data.meta["task"], "instruction": data.instruction,
             "cameras": data.cameras, "data": str(path), "train": stats,
             "data_seconds": round(sim_s, 1)}

@@ -1,15 +1,19 @@
 """`embodied train`: a learner (``algo=ppo|sb3_ppo|sb3_sac``) on a batched sim task.
 
-Leaves a self-contained, resumable run folder (:mod:`embodied.run_folder`).
+Leaves a self-contained, resumable run folder (:mod:`embodied.run_folder`). Under
+``torchrun`` PPO trains data-parallel, one env batch of ``num_envs`` per rank
+(:mod:`embodied.distributed`); rank 0 writes the run folder, evaluates and plots.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from embodied import distributed
 from embodied.commands.registry import command
 from embodied.config import ConfigError
 from embodied.envs import make_train_env
@@ -26,6 +30,7 @@ from sim import BackendError
          "eval video)", errors=(CheckpointError, FileNotFoundError, BackendError, ServerError))
 def run_train(cfg: DictConfig) -> dict[str, Any]:
     """Train (or resume), then plot, evaluate and print a summary; returns the summary."""
+    cfg = restarted_config(cfg)
     saved = saved_config(cfg.resume) if cfg.resume is not None else None
     algo = str((OmegaConf.select(saved, "algo.name") if saved is not None else None)
                or cfg.algo.name)
@@ -36,16 +41,24 @@ def run_train(cfg: DictConfig) -> dict[str, Any]:
     if reward != "oracle" and not learner_cls.uses_reward_models:
         raise ConfigError(f"reward={reward} is wired into our PPO (algo=ppo) only; "
                           "SB3 learners train on the task's own reward (reward=oracle)")
+    if distributed.init() and not getattr(learner_cls, "data_parallel", False):
+        raise ConfigError(f"algo={algo} (stable-baselines3) runs in a single process: launch "
+                          "it without torchrun, or use algo=ppo for data-parallel training")
+    cfg = rank_config(cfg)
     torch.set_num_threads(int(cfg.torch_threads))
     run = RunFolder.from_config(cfg, learner_cls.checkpoint_suffix, learner_cls.checkpoint_kind)
     cfg = run.write_config(learner_cls.prepare(cfg, run))
-    env = make_train_env(cfg, int(cfg.num_envs), int(cfg.seed))
+    seed = distributed.rank_seed(int(cfg.seed))
+    env = make_train_env(cfg, int(cfg.num_envs), seed)
     if learner_cls.uses_reward_models and "reward" in cfg:  # the RL reward of a reward mode
-        env = wrap_reward(env, cfg.reward, gamma=float(cfg.algo.gamma), seed=int(cfg.seed),
+        env = wrap_reward(env, cfg.reward, gamma=float(cfg.algo.gamma), seed=seed,
                           task=cfg.task.name)
     learner = learner_cls.build(cfg, env, run)
     trained = train_in(run, learner, learner_cls.budget(cfg), f"embodied train resume={run.path}")
     last, train_s = trained.last, trained.seconds
+    if not distributed.is_main():  # rank 0 evaluates, plots and summarises
+        return {"rank": distributed.rank(), "iterations": learner.iteration,
+                "env_steps": learner.env_steps}
     evaluation = run.evaluate(cfg, learner.act())
 
     backend = str(cfg.sim.name) if "sim" in cfg else "mujoco"
@@ -72,4 +85,30 @@ def run_train(cfg: DictConfig) -> dict[str, Any]:
             f"frames scored for {timing['env_steps']} env steps, {timing['scoring']})")
     if not trained.tensorboard:
         print("  tensorboard         not installed: metrics in metrics.csv only")
+    summary["world_size"] = distributed.world_size()
     return run.finish(summary)
+
+
+def restarted_config(cfg: DictConfig) -> DictConfig:
+    """After a torchrun restart (``--max-restarts``), resume from ``run_dir``.
+
+    Only when it holds a checkpoint, so ``run_dir`` must be given: the default one is
+    named by the start time.
+    """
+    if distributed.restart_count() == 0 or cfg.get("resume") is not None:
+        return cfg
+    if not list((Path(str(cfg.run_dir)) / "checkpoints").glob("model_*")):
+        return cfg
+    print(f"torchrun restart {distributed.restart_count()}: resuming {cfg.run_dir}")
+    return OmegaConf.merge(cfg, {"resume": str(cfg.run_dir)})
+
+
+def rank_config(cfg: DictConfig) -> DictConfig:
+    """``cfg`` with rank 0's ``run_dir`` and, on a GPU backend, this rank's GPU as device."""
+    if not distributed.is_distributed():
+        return cfg
+    cfg = OmegaConf.merge(cfg, {"run_dir": distributed.broadcast_object(str(cfg.run_dir))})
+    device = distributed.default_device()
+    if device and "sim" in cfg and cfg.sim.name != "mujoco" and cfg.sim.get("device") is None:
+        cfg.sim.device = device
+    return cfg

@@ -12,6 +12,12 @@ moment, the same command continues from there; the model scores the frames of on
 episode in the same batches either way, so the result equals an uninterrupted run.
 An error (a damaged file, a missing camera, an fps mismatch) names the file and
 keeps everything labelled so far.
+
+Under torchrun each rank builds its own model and scores every ``world_size``-th
+episode into the same ``.labelling/`` folder; rank 0 then writes the data files and
+the metadata from those per-episode labels, so the output is the single-process
+one, byte for byte. A killed rank's job resumes like a single-process one (with
+any number of ranks).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from embodied import distributed
 from embodied.datasets import stats as st
 from embodied.datasets.format import (
     DONE,
@@ -228,7 +235,9 @@ def label_dataset(cfg: DictConfig) -> dict[str, Any]:
     cfg = resolve_reward(cfg, ds)
     work = out / WORK_DIR
     wanted = settings(cfg, source)
-    if (out / INFO_PATH).exists() and not work.exists():
+    finished = (out / INFO_PATH).exists() and not work.exists()
+    distributed.barrier()  # every rank has looked before anyone writes
+    if finished:
         done = read_json(out / "meta" / "labelling.json")
         if done.get("settings") != wanted:
             raise DatasetError(f"{out} already holds a dataset labelled with other settings; "
@@ -238,16 +247,16 @@ def label_dataset(cfg: DictConfig) -> dict[str, Any]:
     if out.exists() and not work.exists() and any(out.iterdir()):
         raise DatasetError(f"{out} exists and is not an unfinished labelling of {source}; "
                            "choose another out=")
-    work.mkdir(parents=True, exist_ok=True)
     settings_path = work / "settings.json"
-    if settings_path.exists():
-        previous = read_json(settings_path)
-        if previous != wanted:
-            raise DatasetError(
-                f"{out} holds an unfinished labelling with other settings ({settings_path}); "
-                "rerun with the same settings to resume, or choose another out=")
-    else:
-        write_json(wanted, settings_path)
+    if distributed.is_main():
+        work.mkdir(parents=True, exist_ok=True)
+        if not settings_path.exists():
+            write_json(wanted, settings_path)
+    distributed.barrier()
+    if read_json(settings_path) != wanted:
+        raise DatasetError(
+            f"{out} holds an unfinished labelling with other settings ({settings_path}); "
+            "rerun with the same settings to resume, or choose another out=")
 
     try:
         model = make_reward_model(cfg.reward)
@@ -275,12 +284,14 @@ def label_dataset(cfg: DictConfig) -> dict[str, Any]:
     files = ds.data_files()
     todo = [i for i in range(ds.num_episodes)
             if not (work / f"episode_{ds.episodes[i].index:06d}.npz").exists()]
-    if len(todo) < ds.num_episodes:
+    if len(todo) < ds.num_episodes and distributed.is_main():
         print(f"resuming {out}: {ds.num_episodes - len(todo)} of {ds.num_episodes} episodes "
               "already labelled")
+    mine = set(range(distributed.rank(), ds.num_episodes, distributed.world_size()))
+    todo = [i for i in todo if i in mine]
     frames_todo = sum(ds.episodes[i].length for i in todo)
     bar = tqdm(total=frames_todo, unit="frame", desc="label", dynamic_ncols=True,
-               disable=not cfg.get("progress", True))
+               disable=not (cfg.get("progress", True) and distributed.is_main()))
     start = time.perf_counter()
     scored = 0
     try:
@@ -288,7 +299,7 @@ def label_dataset(cfg: DictConfig) -> dict[str, Any]:
             rel = data_file.relative_to(ds.root)
             for i in eps:
                 path = work / f"episode_{ds.episodes[i].index:06d}.npz"
-                if path.exists():
+                if i not in mine or path.exists():
                     continue
                 instruction = str(cfg.instruction) if cfg.get("instruction") else ds.task_of(i)
                 progress, success = score_episode(model, ds, i, instruction, cameras,
@@ -297,15 +308,27 @@ def label_dataset(cfg: DictConfig) -> dict[str, Any]:
                 save_npz(path, labels)
                 scored += len(progress)
                 bar.update(len(progress))
-            if not (out / rel).exists():
+            if not distributed.is_distributed() and not (out / rel).exists():
                 write_parquet(_label_file(ds, data_file, eps, work), out / rel)
     finally:
         bar.close()
     seconds = time.perf_counter() - start
+    if distributed.is_distributed():  # every rank's episodes are labelled: rank 0 merges
+        scored = int(distributed.sum_over_ranks(scored))
+        distributed.barrier()
+        if not distributed.is_main():
+            distributed.barrier()
+            return read_json(out / "meta" / "labelling.json")["summary"]
+        for data_file, eps in files.items():
+            if not (out / data_file.relative_to(ds.root)).exists():
+                write_parquet(_label_file(ds, data_file, eps, work),
+                              out / data_file.relative_to(ds.root))
     for episode in ds.episodes:
         for path, _ in episode.videos.values():
             link_or_copy(path, out / path.relative_to(ds.root))
-    return _finish(ds, out, work, cfg, wanted, scored, seconds)
+    summary = _finish(ds, out, work, cfg, wanted, scored, seconds)
+    distributed.barrier()  # the other ranks read the summary once it is written
+    return summary
 
 
 def _label_file(ds: LeRobotDataset, data_file: Path, eps: list[int], work: Path) -> pa.Table:

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import torch
 from omegaconf import DictConfig
 
+from embodied import distributed
 from embodied.config import ConfigError
 from embodied.rl.logger import MetricsLogger
 from embodied.run_folder import RunFolder
@@ -120,9 +121,11 @@ def train_in(run: RunFolder, learner: Learner, budget: int, resume_command: str)
     """``learner.learn(budget)`` logging to the run folder's metrics; closes the learner's env.
 
     On Ctrl-C (the learner has written a checkpoint) prints ``resume with:
-    <resume_command>`` and re-raises ``KeyboardInterrupt``.
+    <resume_command>`` and re-raises ``KeyboardInterrupt``. Under torchrun only rank 0
+    logs.
     """
-    logger = run.metrics_logger(learner.iteration, learner.env_steps)
+    logger = run.metrics_logger(learner.iteration, learner.env_steps) \
+        if distributed.is_main() else None
     start = time.perf_counter()
     try:
         last = learner.learn(budget, logger)
@@ -130,9 +133,11 @@ def train_in(run: RunFolder, learner: Learner, budget: int, resume_command: str)
         print(f"resume with: {resume_command}")
         raise
     finally:
-        logger.close()
+        if logger is not None:
+            logger.close()
         learner.close()
-    return Training(last, time.perf_counter() - start, logger.tensorboard)
+    return Training(last, time.perf_counter() - start,
+                    logger is not None and logger.tensorboard)
 
 
 L = TypeVar("L", bound=type)

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
+from embodied import distributed
 from embodied.learners.base import Policy, register_learner
 from embodied.rl import OnPolicyRunner, PPOConfig
 from embodied.rl.logger import MetricsLogger
@@ -24,6 +25,7 @@ class PPOLearner:
     uses_reward_models: ClassVar[bool] = True
     checkpoint_suffix: ClassVar[str] = ".pt"
     checkpoint_kind: ClassVar[str] = "checkpoint"
+    data_parallel: ClassVar[bool] = True  # one runner per torchrun rank
 
     def __init__(self, runner: OnPolicyRunner) -> None:
         self.runner = runner
@@ -45,7 +47,8 @@ class PPOLearner:
               data: Any = None) -> PPOLearner:
         """An :class:`OnPolicyRunner` per ``cfg.algo``, resumed from ``run.resume_from``."""
         algo = PPOConfig.from_dict(OmegaConf.to_container(cfg.algo, resolve=True))
-        learner = cls(OnPolicyRunner(env, algo, run.path, seed=int(cfg.seed),
+        learner = cls(OnPolicyRunner(env, algo, run.path,
+                                     seed=distributed.rank_seed(int(cfg.seed)),
                                      save_interval=int(cfg.save_interval),
                                      progress=bool(cfg.progress)))
         if run.resume_from is not None:

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from embodied import distributed
 from embodied.rl.actor_critic import ActorCritic
 from embodied.rl.storage import RolloutStorage
 
@@ -97,7 +98,7 @@ class PPO:
                     kl = (torch.log(sigma / old_sigma)
                           + (old_sigma.square() + (old_mu - mu).square()) / (2 * sigma.square())
                           - 0.5).sum(-1).mean().item()
-                self._adapt_learning_rate(kl)
+                self._adapt_learning_rate(distributed.mean_over_ranks(kl))
 
             # clipped surrogate objective
             ratio = torch.exp(log_probs - mb["log_probs"])
@@ -113,6 +114,7 @@ class PPO:
 
             self.optimizer.zero_grad()
             loss.backward()
+            distributed.average_gradients(policy.parameters())  # no-op in one process
             nn.utils.clip_grad_norm_(policy.parameters(), cfg.max_grad_norm)
             self.optimizer.step()
 

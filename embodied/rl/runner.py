@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from embodied import distributed
 from embodied.rl.actor_critic import ActorCritic
 from embodied.rl.checkpoint import (
     CHECKPOINT_FORMAT,
@@ -49,6 +50,11 @@ class OnPolicyRunner:
     shuffling); the env is seeded by whoever builds it. Checkpoints go to
     ``run_dir/checkpoints/model_<iteration>.pt`` every ``save_interval`` iterations
     and at the end.
+
+    Under torchrun (:mod:`embodied.distributed`) each rank runs one runner on its own
+    env batch (``seed`` is the rank's own): parameters start as rank 0's, gradients,
+    the learning-rate KL and the normaliser statistics are shared, metrics are
+    averaged, ``env_steps`` counts every rank's steps and rank 0 alone writes.
     """
 
     def __init__(self, env: BatchedEnv, cfg: PPOConfig, run_dir: str | Path, seed: int = 0,
@@ -59,6 +65,9 @@ class OnPolicyRunner:
         self.policy = ActorCritic(env.obs_dim, env.action_dim, cfg.actor_hidden,
                                   cfg.critic_hidden, cfg.activation, cfg.init_noise_std,
                                   cfg.normalize_obs).to(env.device)
+        distributed.broadcast_module(self.policy)
+        self.normalizer_sync = distributed.NormalizerSync(
+            self.policy.obs_normalizer if cfg.normalize_obs else None)
         self.alg = PPO(self.policy, cfg)
         self.storage = RolloutStorage(cfg.num_steps, env.num_envs, env.obs_dim, env.action_dim,
                                       env.device)
@@ -117,14 +126,16 @@ class OnPolicyRunner:
         one resumes exactly) and re-raises ``KeyboardInterrupt``. Returns the last
         iteration's metrics.
         """
-        steps_per_iter = self.cfg.num_steps * self.env.num_envs
+        steps_per_iter = self.cfg.num_steps * self.env.num_envs * distributed.world_size()
         bar = tqdm(total=max_iterations, initial=self.iteration, unit="it", disable=not
-                   self.progress, desc="train", dynamic_ncols=True)
+                   (self.progress and distributed.is_main()), desc="train", dynamic_ncols=True)
         row: dict[str, Any] = {}
         try:
             while self.iteration < max_iterations:
                 start = time.perf_counter()
+                self.normalizer_sync.mark()
                 extra = self.collect()
+                self.normalizer_sync.merge()
                 collected = time.perf_counter()
                 stats = self.alg.update(self.storage)
                 learned = time.perf_counter()
@@ -132,7 +143,8 @@ class OnPolicyRunner:
                 self.global_step += steps_per_iter
                 collect_s, learn_s = collected - start, learned - collected
                 self.wall_time += learned - start
-                row = self._metrics_row(stats, extra, collect_s, learn_s, steps_per_iter)
+                row = distributed.reduce_metrics(
+                    self._metrics_row(stats, extra, collect_s, learn_s, steps_per_iter))
                 if logger is not None:
                     logger.log(row)
                 bar.update(1)
@@ -142,12 +154,15 @@ class OnPolicyRunner:
                 if self.save_interval and self.iteration % self.save_interval == 0:
                     self.save()
                     self.obs = None  # episodes restart at checkpoints: see the module doc
-            if self.iteration and not self.checkpoint_path().exists():
+            if self.iteration and not distributed.broadcast_object(
+                    self.checkpoint_path().exists()):
                 self.save()
         except KeyboardInterrupt:
             bar.close()
             path = self.checkpoint_path()
-            if path.exists():  # the periodic one of this iteration: exact, keep it
+            if distributed.is_distributed():  # no collective save mid-flight: the periodic one
+                print(f"\ninterrupted: resume from the newest checkpoint in {path.parent}")
+            elif path.exists():  # the periodic one of this iteration: exact, keep it
                 print(f"\ninterrupted: the checkpoint of iteration {self.iteration} is {path}")
             else:
                 print(f"\ninterrupted: checkpoint written to {self.save()}")
@@ -189,7 +204,12 @@ class OnPolicyRunner:
 
     # ----------------------------------------------------------- checkpoints
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue this run."""
+        """Everything needed to continue this run.
+
+        A collective under torchrun: ``ranks`` holds every rank's RNG states and episodes.
+        """
+        ranks = distributed.gather_objects(self._rank_state()) \
+            if distributed.is_distributed() else None
         return {
             "format": CHECKPOINT_FORMAT,
             "policy": self.policy.state_dict(),
@@ -204,20 +224,44 @@ class OnPolicyRunner:
             "obs_dim": self.env.obs_dim,
             "action_dim": self.env.action_dim,
             "config": asdict(self.cfg),
+            "world_size": distributed.world_size(),
+            **({"ranks": ranks} if ranks is not None else {}),
         }
+
+    def _rank_state(self) -> dict[str, Any]:
+        """This rank's own RNG states and recent episodes."""
+        return {"torch": torch.get_rng_state(),
+                "env": self.env.rng_state() if isinstance(self.env, RngStateful) else None,
+                "episodes": torch.tensor(list(self.episodes),
+                                         dtype=torch.float64).reshape(-1, 3)}
 
     def checkpoint_path(self) -> Path:
         """Where the checkpoint of the current iteration goes."""
         return checkpoint_path(self.run_dir, self.iteration)
 
     def save(self, path: str | Path | None = None) -> Path:
-        """Write a checkpoint atomically (tmp file + ``os.replace``); returns its path."""
-        return save_checkpoint(self.state_dict(), path or self.checkpoint_path())
+        """Write a checkpoint atomically (tmp file + ``os.replace``); returns its path.
+
+        Called on every rank under torchrun; rank 0 writes, and every rank returns once
+        the file is there.
+        """
+        state, path = self.state_dict(), Path(path or self.checkpoint_path())
+        if distributed.is_main():
+            save_checkpoint(state, path)
+        distributed.barrier()
+        return path
 
     def load(self, path: str | Path) -> Path:
         """Restore a checkpoint (a file or a run folder's newest); returns the file read."""
         path = find_checkpoint(path)
         state = load_checkpoint(path)
+        try:
+            distributed.check_world_size(state.get("world_size"), str(path))
+        except distributed.WorldSizeError as err:
+            raise CheckpointError(str(err)) from err
+        if "ranks" in state:
+            state = {**state, **state["ranks"][distributed.rank()]}
+            state["rng"] = {"torch": state["torch"], "env": state["env"]}
         if (state.get("obs_dim"), state.get("action_dim")) != (self.env.obs_dim,
                                                                 self.env.action_dim):
             raise CheckpointError(

@@ -10,6 +10,10 @@ Each minibatch mixes:
   (or an unrelated) instruction and the targets progress 0, success 0;
 - view dropout: every view is hidden with probability ``view_dropout`` (at least one
   stays), so the fused score survives a missing camera.
+
+Under torchrun the network is wrapped in ``DistributedDataParallel``: every rank draws
+its own minibatches of ``batch_size`` (rank 0 with the single-process draws), so an
+epoch takes ``1 / world_size`` of the steps.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
 
+from embodied import distributed
 from embodied.reward.prm.data import FrameDataset
 from embodied.reward.prm.labels import temporal_clips, two_hot
 from embodied.reward.prm.network import MultiViewPRM, PRMConfig, view_dropout_mask
@@ -73,8 +79,14 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
     if cfg.shuffle_labels:
         progress[rows] = progress[rng.permutation(rows)]
     probs = sample_weights(data, rows, cfg, rng)
+    if distributed.rank() > 0:  # this rank's own minibatches and view dropout
+        rng = np.random.default_rng(distributed.rank_seed(cfg.seed))
+        gen.manual_seed(distributed.rank_seed(cfg.seed))
+    model = DistributedDataParallel(net, find_unused_parameters=True) \
+        if distributed.init() else net
     others = list(data.meta["counterfactual_instructions"])
-    steps_per_epoch = max(1, math.ceil(len(rows) / cfg.batch_size))
+    steps_per_epoch = max(1, math.ceil(len(rows) / (cfg.batch_size
+                                                    * distributed.world_size())))
     total = cfg.epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.learning_rate, total_steps=total,
                                                 pct_start=0.1)
@@ -93,7 +105,7 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
         target_p = torch.where(cf_t, 0.0, target_p)
         target_s = torch.where(cf_t, 0.0, target_s)
         present = view_dropout_mask(len(batch), frames.shape[1], model_cfg.view_dropout, gen)
-        logits, success = net(frames, texts, present)
+        logits, success = model(frames, texts, present)
         loss_p = -(two_hot(target_p, model_cfg.num_bins) * logits.log_softmax(-1)).sum(-1).mean()
         loss_s = F.binary_cross_entropy_with_logits(success, target_s)
         loss = loss_p + cfg.success_weight * loss_s
@@ -103,11 +115,12 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
         opt.step()
         sched.step()
         losses.append(loss.item())
-        if log and ((step + 1) % steps_per_epoch == 0):
+        if log and distributed.is_main() and (step + 1) % steps_per_epoch == 0:
             print(f"epoch {(step + 1) // steps_per_epoch}/{cfg.epochs}  loss "
                   f"{np.mean(losses[-steps_per_epoch:]):.3f}  "
                   f"({time.perf_counter() - start:.0f} s)", flush=True)
     net.eval()
     return net, {"train_seconds": round(time.perf_counter() - start, 1), "steps": total,
-                 "final_loss": float(np.mean(losses[-steps_per_epoch:])),
+                 "final_loss": distributed.mean_over_ranks(
+                     float(np.mean(losses[-steps_per_epoch:]))),
                  "train_states": len(rows)}

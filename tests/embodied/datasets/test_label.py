@@ -27,26 +27,12 @@ from embodied.datasets import DatasetError, LeRobotDataset
 from embodied.reward import make_reward_model, shaping_term
 
 REPO = Path(__file__).resolve().parents[3]
-EPISODES = 12
+EPISODES = 12  # of the shared `dataset` (conftest.py)
 
 
 def tree_digest(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file()}
-
-
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    out = tmp_path_factory.mktemp("collect") / "reach"
-    cfg = load_config("collect", ["task=panda_reach", "task.episode_length_s=0.6",
-                                  f"episodes={EPISODES}", "num_envs=6", "noise=[0,0.6]",
-                                  "width=32", "height=32", "episodes_per_file=5",
-                                  "progress=false", f"out={out}"])
-    try:
-        run_collect(cfg)
-    except RuntimeError as err:  # no OpenGL on this machine
-        pytest.skip(f"cannot render: {err}")
-    return out
 
 
 @pytest.fixture(scope="module")
