@@ -1,8 +1,7 @@
 """Map policy actions in [-1, 1] to actuator targets, as defined by the robot spec.
 
-Used by every simulation backend (through :mod:`sim.actions`) and by the ROS
-deployment node, so that the meaning of an action is the same in training and on
-hardware. Two action spaces:
+Used by every simulation backend and by the ROS deployment node, so that the
+meaning of an action is the same in training and on hardware. Three action spaces:
 
 - ``joint_position`` (:class:`JointPositionAction`): absolute joint targets around
   the default pose, ``q_target = default + action_scale * action`` (legged robots,

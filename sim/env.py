@@ -24,8 +24,8 @@ import mujoco
 import torch
 
 from robots import load_robot
+from robots.actions import make_action_map
 from robots.build import robot_mjspec
-from sim.actions import make_action_map
 from sim.physics import Physics, has_renderer
 from sim.protocol import batch_actions
 from sim.randomization import DomainRandomization
@@ -59,7 +59,7 @@ class EnvConfig:
     # tensors are small, and torch's thread pool otherwise competes with MuJoCo's
     # physics threads for the cores: 1 thread made 256 Go2 envs on 2 cores 1.35x faster.
     torch_threads: int | None = 1
-    # Action space (sim/actions.py): "joint_position" | "joint_delta"; None: the task's own.
+    # Action space (robots/actions.py): "joint_position" | "joint_delta"; None: the task's own.
     action: str | None = None
     action_speed: float = 0.5  # joint_delta: share of the joint velocity limits per action
     # GPU-parallel engines: "cuda:0", "cpu" (Warp's CPU device); None: a GPU if there is one.

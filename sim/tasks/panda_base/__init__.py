@@ -15,12 +15,12 @@ from __future__ import annotations
 import mujoco
 import torch
 
+from robots.math import quat_rotate
 from robots.panda.observation import (
     JOINT_VEL_OBS_SCALE,
     gripper_opening,
 )
 from robots.spec import GripperSpec
-from sim.math import quat_rotate
 from sim.protocol import SimState
 from sim.task import (
     ObsTermCfg,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import mujoco
 import torch
 
-from sim.math import quat_rotate_inverse, quat_to_matrix, yaw_quat
+from robots.math import quat_rotate_inverse, quat_to_matrix, yaw_quat
 from sim.protocol import SimState
 from sim.task import ObsTermCfg, TermBounds, per_step
 from sim.tasks.panda_base import TABLE_TOP, PandaTask
