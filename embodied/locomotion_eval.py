@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import torch
 
-from sim.math import quat_rotate
+from robots.math import quat_rotate
 from sim.protocol import BatchedEnv
 
 

@@ -1,8 +1,7 @@
 """Map policy actions in [-1, 1] to actuator targets, as defined by the robot spec.
 
-Used by every simulation backend (through :mod:`sim.actions`) and by the ROS
-deployment node, so that the meaning of an action is the same in training and on
-hardware. Two action spaces:
+Used by every simulation backend and by the ROS deployment node, so that the
+meaning of an action is the same in training and on hardware. Three action spaces:
 
 - ``joint_position`` (:class:`JointPositionAction`): absolute joint targets around
   the default pose, ``q_target = default + action_scale * action`` (legged robots,
@@ -41,11 +40,10 @@ class JointPositionAction:
 
     def __init__(self, robot: RobotSpec, device: torch.device | str = "cpu"):
         self.robot = robot
-        f64 = dict(dtype=torch.float64, device=device)
-        self.default = torch.tensor(robot.default_pose, **f64)
-        self.scale = torch.tensor(robot.action_scale, **f64)
-        self.lower = torch.tensor(robot.lower, **f64)
-        self.upper = torch.tensor(robot.upper, **f64)
+        self.default = torch.tensor(robot.default_pose, dtype=torch.float64, device=device)
+        self.scale = torch.tensor(robot.action_scale, dtype=torch.float64, device=device)
+        self.lower = torch.tensor(robot.lower, dtype=torch.float64, device=device)
+        self.upper = torch.tensor(robot.upper, dtype=torch.float64, device=device)
         self.num_joints = len(robot.joints)
         self.num_fingers = len(robot.gripper.joints) if robot.gripper else 0
         self.action_dim = robot.action_dim
@@ -66,7 +64,8 @@ class JointPositionAction:
         return (torch.maximum(self.default - self.scale, self.lower),
                 torch.minimum(self.default + self.scale, self.upper))
 
-    def inverse(self, q_target: torch.Tensor, gripper_open: torch.Tensor | None = None):
+    def inverse(self, q_target: torch.Tensor, gripper_open: torch.Tensor | None = None
+                ) -> torch.Tensor:
         """Actions that command joint targets [B, nj] (and gripper opening in [0, 1])."""
         a = (q_target.to(self.default.dtype) - self.default) / self.scale
         return self._gripper_action(a.clamp(-1.0, 1.0), gripper_open)
@@ -81,9 +80,9 @@ class JointPositionAction:
         return torch.maximum(torch.minimum(q, self.upper), self.lower)
 
     def _with_gripper(self, q: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-        if not self.num_fingers:
-            return q
         g = self.robot.gripper
+        if g is None or not self.num_fingers:
+            return q
         opening = g.lower + 0.5 * (a[:, -1:] + 1.0) * (g.upper - g.lower)
         return torch.cat([q, opening.expand(-1, self.num_fingers)], dim=1)
 
@@ -136,7 +135,8 @@ class JointDeltaAction(JointPositionAction):
         """[B, nj] bounds: one step either way from the current targets, within the limits."""
         return (self._clamp(self.target - self.step), self._clamp(self.target + self.step))
 
-    def inverse(self, q_target: torch.Tensor, gripper_open: torch.Tensor | None = None):
+    def inverse(self, q_target: torch.Tensor, gripper_open: torch.Tensor | None = None
+                ) -> torch.Tensor:
         """Actions that move the targets towards ``q_target`` [B, nj] (at most one step)."""
         a = (q_target.to(self.default.dtype) - self.target) / self.step
         return self._gripper_action(a.clamp(-1.0, 1.0), gripper_open)
@@ -193,8 +193,11 @@ class EEDeltaAction(JointDeltaAction):
 
     def joint_step(self, q: torch.Tensor, translation: torch.Tensor,
                    yaw: torch.Tensor) -> torch.Tensor:
-        """Joint step [B, nj] at joint positions ``q`` that moves the tcp by ``translation``
-        [B, 3] and turns the hand to point down with hand yaw ``yaw`` [B]."""
+        """Damped least-squares joint step [B, nj] at joint positions ``q`` [B, nj].
+
+        The step moves the tcp by ``translation`` [B, 3] and turns the hand to point
+        down with hand yaw ``yaw`` [B] (rad), each joint bounded by one control step.
+        """
         _, rot, jac = self.kinematics.jacobian(q)
         err_rot = 0.5 * torch.linalg.cross(rot, down_rotation(yaw), dim=1).sum(2)
         w = self.rot_weight
@@ -209,8 +212,10 @@ class EEDeltaAction(JointDeltaAction):
         return torch.maximum(torch.minimum(dq, self.step), -self.step)
 
     def __call__(self, actions: torch.Tensor) -> torch.Tensor:
-        """Advance every env's commanded tcp by its action [B, action_dim]; targets
-        [B, ctrl_dim]."""
+        """Actuator targets [B, ctrl_dim] after moving each env's commanded tcp by its action.
+
+        ``actions`` [B, action_dim] are clipped to [-1, 1].
+        """
         a = actions.to(self.default.dtype).clamp(-1.0, 1.0)
         if self.yaw:
             self.hand_yaw.copy_(wrap_angle(self.hand_yaw + self.max_yaw_step * a[:, 3]))
@@ -232,9 +237,13 @@ class EEDeltaAction(JointDeltaAction):
         """[nj] the joint limits (a Cartesian step has no per-joint range of its own)."""
         return self.lower, self.upper
 
-    def inverse(self, q_target: torch.Tensor, gripper_open: torch.Tensor | None = None):
-        """Actions that move the commanded tcp (and hand yaw) towards those of joint
-        targets ``q_target`` [B, nj] (at most one step)."""
+    def inverse(self, q_target: torch.Tensor, gripper_open: torch.Tensor | None = None
+                ) -> torch.Tensor:
+        """Actions [B, action_dim] that move the commanded tcp towards that of ``q_target``.
+
+        ``q_target`` [B, nj] are joint targets; the tcp (and hand yaw) moves at most one
+        step towards their pose.
+        """
         want, rot = self.kinematics.pose(q_target.to(self.default.dtype))
         now = self.kinematics.position(self.target)
         a = ((want - now) / self.max_step).clamp(-1.0, 1.0)
@@ -260,9 +269,12 @@ def make_action_map(kind: str, robot: RobotSpec, num_envs: int, speed: float = 0
                     device: torch.device | str = "cpu", control_dt: float | None = None,
                     ee_bounds: tuple[Sequence[float], Sequence[float]] | None = None
                     ) -> JointPositionAction:
-    """The action mapping ``kind`` (one of :data:`ACTION_TYPES`) for ``num_envs`` envs
-    stepped every ``control_dt`` seconds (None: the robot's own control period);
-    ``ee_bounds``: the box of the commanded tcp of ``ee_delta``."""
+    """The action mapping ``kind`` (one of :data:`ACTION_TYPES`) for ``num_envs`` envs.
+
+    It is stepped every ``control_dt`` seconds (None: the robot's own control period);
+    ``ee_bounds`` is the (low, high) box [3] of the commanded tcp of ``ee_delta`` (m).
+    Raises ValueError for an unknown ``kind``.
+    """
     if kind == "joint_position":
         return JointPositionAction(robot, device)
     if kind == "joint_delta":
@@ -275,8 +287,11 @@ def make_action_map(kind: str, robot: RobotSpec, num_envs: int, speed: float = 0
 
 def action_map_from_metadata(action: dict, robot: RobotSpec, control_dt: float,
                              num_envs: int = 1) -> JointPositionAction:
-    """The action mapping an exported policy's ``action`` metadata (``metadata()`` of the
-    training env's mapping) describes, stepped every ``control_dt`` seconds."""
+    """The action mapping an exported policy's ``action`` metadata describes.
+
+    ``action`` is ``metadata()`` of the training env's mapping; the mapping is stepped
+    every ``control_dt`` seconds.
+    """
     kind = str(action.get("type", "joint_position"))
     if kind != "ee_delta":
         return make_action_map(kind, robot, num_envs, float(action.get("speed", 0.5)),

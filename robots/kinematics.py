@@ -9,6 +9,7 @@ robot whose base is welded to the world.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, overload
 
 import torch
 
@@ -42,14 +43,13 @@ class SiteKinematics:
             chain.append(body)
             body = mjcf.bodies[body.parent]
         columns = {name: i for i, name in enumerate(joint_names)}
-        f = dict(dtype=dtype)
         # per body: (pos [3], rotation [3, 3], [(kind, column, anchor [3], unit axis [3])])
         self.links = []
         for body in reversed(chain):
             if body.orientation != "quat":
                 raise ValueError(f"{mjcf.path.name}: body '{body.name}' is oriented by "
                                  f"'{body.orientation}'; torch kinematics reads 'quat' only")
-            quat = torch.tensor(body.quat, **f)
+            quat = torch.tensor(body.quat, dtype=dtype)
             rot = quat_to_matrix((quat / quat.norm())[None])[0]
             joints = []
             for joint in body.joints:
@@ -57,14 +57,14 @@ class SiteKinematics:
                     raise ValueError(f"{mjcf.path.name}: joint '{joint.name or '?'}' "
                                      f"({joint.type}) on the chain to site '{site}' is not one "
                                      f"of the given hinge/slide joints {list(joint_names)}")
-                axis = torch.tensor(joint.axis, **f)
-                joints.append((joint.type, columns[joint.name], torch.tensor(joint.pos, **f),
-                               axis / axis.norm()))
-            self.links.append((torch.tensor(body.pos, **f), rot, joints))
+                axis = torch.tensor(joint.axis, dtype=dtype)
+                anchor = torch.tensor(joint.pos, dtype=dtype)
+                joints.append((joint.type, columns[joint.name], anchor, axis / axis.norm()))
+            self.links.append((torch.tensor(body.pos, dtype=dtype), rot, joints))
         if mjcf.sites[site].in_frame:
             raise ValueError(f"{mjcf.path.name}: site '{site}' sits in a <frame> element; "
                              f"torch kinematics reads sites placed directly in a body")
-        self.offset = torch.tensor(mjcf.sites[site].pos, **f)
+        self.offset = torch.tensor(mjcf.sites[site].pos, dtype=dtype)
 
     @classmethod
     def from_robot(cls, robot: RobotSpec, site_key: str = "ee") -> SiteKinematics:
@@ -88,7 +88,16 @@ class SiteKinematics:
         """
         return self._chain(q, jacobian=True)
 
-    def _chain(self, q: torch.Tensor, jacobian: bool):
+    @overload
+    def _chain(self, q: torch.Tensor, jacobian: Literal[False]
+               ) -> tuple[torch.Tensor, torch.Tensor, None]: ...
+
+    @overload
+    def _chain(self, q: torch.Tensor, jacobian: Literal[True]
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]: ...
+
+    def _chain(self, q: torch.Tensor, jacobian: bool
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         q = q.to(self.dtype)
         batch = q.shape[0]
         pos = torch.zeros(batch, 3, dtype=self.dtype)

@@ -24,9 +24,9 @@ import mujoco
 import torch
 
 from robots import load_robot
+from robots.actions import make_action_map
 from robots.build import robot_mjspec
-from sim.actions import make_action_map
-from sim.physics import Physics
+from sim.physics import Physics, has_renderer
 from sim.protocol import batch_actions
 from sim.randomization import DomainRandomization
 from sim.task import Task
@@ -59,7 +59,7 @@ class EnvConfig:
     # tensors are small, and torch's thread pool otherwise competes with MuJoCo's
     # physics threads for the cores: 1 thread made 256 Go2 envs on 2 cores 1.35x faster.
     torch_threads: int | None = 1
-    # Action space (sim/actions.py): "joint_position" | "joint_delta"; None: the task's own.
+    # Action space (robots/actions.py): "joint_position" | "joint_delta"; None: the task's own.
     action: str | None = None
     action_speed: float = 0.5  # joint_delta: share of the joint velocity limits per action
     # GPU-parallel engines: "cuda:0", "cpu" (Warp's CPU device); None: a GPU if there is one.
@@ -74,11 +74,14 @@ def compile_task_model(task: Task) -> mujoco.MjModel:
 
 
 class TaskEnv:
-    """A batch of one task's envs on a physics engine; implements
-    :class:`sim.protocol.BatchedEnv`. ``physics`` builds the engine (default: C MuJoCo)."""
+    """A batch of one task's envs on a physics engine; implements :class:`sim.protocol.BatchedEnv`.
+
+    ``physics`` builds the engine (default: C MuJoCo); ``overrides`` set fields of
+    ``cfg`` by name (TypeError for a name EnvConfig does not have).
+    """
 
     def __init__(self, task: Task | type[Task], cfg: EnvConfig | None = None,
-                 physics: PhysicsFactory | None = None, **overrides):
+                 physics: PhysicsFactory | None = None, **overrides: Any) -> None:
         cfg = cfg or EnvConfig()
         for key, value in overrides.items():
             if not hasattr(cfg, key):
@@ -95,7 +98,8 @@ class TaskEnv:
         self.model = compile_task_model(task)
         self.decimation = int(cfg.decimation or task.decimation or self.robot.decimation)
         if physics is None:
-            from sim.backends.mujoco_c import mujoco_physics as physics
+            from sim.backends.mujoco_c import mujoco_physics
+            physics = mujoco_physics
         self.physics = physics(self.model, cfg.num_envs, self.decimation, cfg)
         self.backend = self.physics.name
         self.state = self.physics.state
@@ -155,8 +159,11 @@ class TaskEnv:
             self.physics.scale_parameters(ids, friction, mass, gain, self._ctrl_ids)
 
     def _observation_bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """float32 (low, high) [obs_dim]: the task's term bounds widened by the terms'
-        noise, -inf / inf for unbounded terms."""
+        """float32 (low, high) [obs_dim]: the task's term bounds widened by the terms' noise.
+
+        Unbounded terms get -inf / inf; a bound of a term the env does not observe raises
+        ValueError.
+        """
         declared = self.task.observation_bounds()
         unknown = sorted(set(declared) - {t.name for t in self._obs_terms})
         if unknown:
@@ -230,7 +237,8 @@ class TaskEnv:
         bad |= (s.qpos - qpos_before).abs().amax(1) > self.cfg.divergence_jump
         return bad
 
-    def step(self, actions: torch.Tensor):
+    def step(self, actions: torch.Tensor
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         """Advance every env one control step; finished envs are reset (see BatchedEnv)."""
         actions = batch_actions(actions, self.num_envs, self.action_dim, self.device,
                                 torch.float64)
@@ -307,28 +315,28 @@ class TaskEnv:
         """Camera frames uint8 [B, V, H, W, 3] of ``env_ids`` (default all) from ``cameras``."""
         from sim.render import MultiViewRenderer
 
-        cameras = tuple(cameras or self.camera_names)
+        names = tuple(cameras or self.camera_names)
         known = [self.model.camera(i).name for i in range(self.model.ncam)]
-        unknown = [c for c in cameras if c not in known]
+        unknown = [c for c in names if c not in known]
         if unknown:
             raise KeyError(f"no camera {', '.join(map(repr, unknown))} in task "
                            f"'{self.task.name}'; its cameras: {known}")
-        resolution = self.model.cam_resolution[known.index(cameras[0])]
+        resolution = self.model.cam_resolution[known.index(names[0])]
         width, height = width or int(resolution[0]), height or int(resolution[1])
-        key = (cameras, width, height)
+        key = (names, width, height)
         ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in env_ids]
-        if self._engine_renders():
-            cam_ids = [known.index(c) for c in cameras]
+        if self._engine_renders() and has_renderer(self.physics):
+            cam_ids = [known.index(c) for c in names]
             return self.physics.render(cam_ids, ids, width, height).cpu()
         if key not in self._renderers:
             self._renderers[key] = MultiViewRenderer(
-                self.model, cameras, width, height, tessellation=self.cfg.render_tessellation)
+                self.model, names, width, height, tessellation=self.cfg.render_tessellation)
         datas = self.physics.mjdata(ids)
         return torch.from_numpy(self._renderers[key].render(datas))
 
     def _engine_renders(self) -> bool:
         """Whether frames come from the engine's own renderer (``cfg.renderer``)."""
-        choice, has = self.cfg.renderer, hasattr(self.physics, "render")
+        choice, has = self.cfg.renderer, has_renderer(self.physics)
         if choice not in ("auto", "gl", "engine"):
             raise ValueError(f"renderer='{choice}': choose 'auto', 'gl' or 'engine'")
         if choice == "engine" and not has:

@@ -11,7 +11,7 @@ unchanged on every engine.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 import mujoco
 import torch
@@ -70,3 +70,17 @@ class Physics(Protocol):
     def close(self) -> None:
         """Release engine resources."""
         ...
+
+
+class RenderingPhysics(Physics, Protocol):
+    """A :class:`Physics` with a renderer of its own (e.g. MuJoCo Warp's ray tracer)."""
+
+    def render(self, cameras: list[int], ids: list[int], width: int,
+               height: int) -> torch.Tensor:
+        """Frames uint8 [len(ids), V, H, W, 3] of envs ``ids`` from camera ids ``cameras``."""
+        ...
+
+
+def has_renderer(physics: Physics) -> TypeGuard[RenderingPhysics]:
+    """Whether ``physics`` renders frames itself (has a ``render`` method)."""
+    return callable(getattr(physics, "render", None))

@@ -25,7 +25,7 @@ import mujoco
 import torch
 
 from robots import RobotSpec
-from sim.actions import JointPositionAction
+from robots.actions import JointPositionAction
 from sim.protocol import SimState
 
 
@@ -172,7 +172,7 @@ class Task:
     episode_length_s: float = 5.0
     decimation: int | None = None  # physics steps per control step; None: the robot's
     cameras: tuple[str, ...] = ()
-    action_type: str = "joint_position"  # default action space (sim/actions.py)
+    action_type: str = "joint_position"  # default action space (robots/actions.py)
     # ee_delta actions: box (low, high) of the commanded tcp in the robot base frame
     ee_bounds: tuple[tuple[float, float, float], tuple[float, float, float]] | None = None
     config_class: ClassVar[type[TaskConfig]] = TaskConfig

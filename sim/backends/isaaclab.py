@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from robots import RobotSpec
-from sim.actions import make_action_map
+from robots.actions import make_action_map
 from sim.backends import BackendUnavailable
 from sim.backends.isaaclab_physics import check_supported
 from sim.backends.isaaclab_wire import decode, encode

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from sim.math import quat_rotate, quat_to_matrix
+from robots.math import quat_rotate, quat_to_matrix
 
 _J = mujoco.mjtJoint
 _FREE, _BALL, _SLIDE, _HINGE = (int(t) for t in (_J.mjJNT_FREE, _J.mjJNT_BALL, _J.mjJNT_SLIDE,

@@ -35,11 +35,11 @@ from collections.abc import Callable
 import mujoco
 import torch
 
+from robots.math import quat_rotate, quat_rotate_inverse
 from sim.backends import TaskNotSupported
 from sim.backends.isaaclab_kinematics import Kinematics
 from sim.backends.model_lookup import ModelLookup
 from sim.env import EnvConfig
-from sim.math import quat_rotate, quat_rotate_inverse
 from sim.task import Task
 
 _FREE = int(mujoco.mjtJoint.mjJNT_FREE)

@@ -24,8 +24,8 @@ import torch
 
 from embodied.policy_io import check_against_robot, load_policy
 from robots import load_robot
+from robots.actions import make_action_map
 from robots.build import robot_mjspec
-from sim.actions import make_action_map
 from sim.tasks.go2_walk import advance_phase
 from sim.tasks.go2_walk import build_observation as build_walk_observation
 from sim.tasks.panda_base import gripper_opening

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from robots import load_robot
+from robots.actions import JointDeltaAction, JointPositionAction, make_action_map
 from sim import make_env
-from sim.actions import JointDeltaAction, JointPositionAction, make_action_map
 from sim.experts import make_expert
 
 

@@ -94,7 +94,7 @@ def test_registries_take_each_name_once_and_name_the_known_ones():
         make_env("panda_reach", backend="nope")
     assert {"mujoco", "mujoco_warp", "isaaclab"} == set(BACKENDS)
     lazy: Registry[object] = Registry("thing", KeyError)
-    lazy.register("path", "sim.math:wrap_angle")
+    lazy.register("path", "robots.math:wrap_angle")
     assert "path" in lazy and lazy.get("path").__name__ == "wrap_angle"
     with pytest.raises(KeyError, match=r"unknown thing 'x'; known: \['path'\]"):
         lazy.get("x")

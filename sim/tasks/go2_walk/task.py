@@ -65,7 +65,7 @@ import torch
 import sim.tasks.go2_walk.terms as terms
 from robots import RobotSpec
 from robots.go2.observation import advance_phase, base_lin_vel_b
-from sim.math import projected_gravity, yaw_quat
+from robots.math import projected_gravity, yaw_quat
 from sim.protocol import SimState
 from sim.task import (
     RewardTerm,

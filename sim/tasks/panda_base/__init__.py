@@ -1,7 +1,7 @@
-"""What every Panda task shares: the scene's table, the arm's observation terms and
-the end-effector frame. The cube-on-the-table base is in :mod:`sim.tasks.panda_base.cube`,
-the experts' IK in :mod:`sim.tasks.panda_base.ik` and their base in
-:mod:`sim.tasks.panda_base.expert`.
+"""What every Panda task shares: the scene's table, the arm's observation terms, the ee frame.
+
+The cube-on-the-table base is in :mod:`sim.tasks.panda_base.cube`, the experts' IK
+in :mod:`sim.tasks.panda_base.ik` and their base in :mod:`sim.tasks.panda_base.expert`.
 
 Frames: the ``tcp`` site (the grasp centre between the finger pads) shares the
 hand's orientation; in the default pose the hand x axis is world x and the
@@ -15,11 +15,13 @@ from __future__ import annotations
 import mujoco
 import torch
 
+from robots.math import quat_rotate
 from robots.panda.observation import (
     JOINT_VEL_OBS_SCALE,
     gripper_opening,
 )
-from sim.math import quat_rotate
+from robots.spec import GripperSpec
+from sim.protocol import SimState
 from sim.task import (
     ObsTermCfg,
     Task,
@@ -78,17 +80,26 @@ class PandaTask(Task):
     # ee_delta: the commanded tcp stays 1.5 cm above the table (finger pads 6.5 mm above)
     ee_bounds = ((0.1, -0.6, TABLE_TOP + 0.015), (0.9, 0.6, TABLE_TOP + 0.7))
 
+    @property
+    def gripper(self) -> GripperSpec:
+        """The robot's gripper; ValueError if the robot has none (Panda tasks need one)."""
+        g = self.robot.gripper
+        if g is None:
+            raise ValueError(f"robot '{self.robot.name}' has no gripper; the Panda tasks "
+                             "need one")
+        return g
+
     def build_scene(self, spec: mujoco.MjSpec) -> None:
         """The table top (the floor plane, friction ``TABLE_FRICTION``) and the light."""
         add_floor_and_light(spec, rgba=(0.55, 0.5, 0.45, 1.0))  # the floor is the table top
         spec.geom("floor").friction = list(TABLE_FRICTION)
 
-    def setup(self, sim) -> None:
+    def setup(self, sim: SimState) -> None:
         """Resolve the ee, finger pads, finger joints and arm links."""
         super().setup(sim)
         self.ee = sim.site_id(self.robot.sites["ee"])
         self.pads = [sim.site_id(self.robot.sites[s]) for s in ("left_pad", "right_pad")]
-        g = self.robot.gripper
+        g = self.gripper
         self.finger_qpos_ids = torch.tensor([sim.joint_qpos_slice(n).start for n in g.joints])
         self.finger_dof_ids = torch.tensor([sim.joint_dof_slice(n).start for n in g.joints])
         self.gripper_range = g.upper - g.lower
@@ -98,9 +109,12 @@ class PandaTask(Task):
         self.episode_count = torch.zeros(sim.num_envs, dtype=torch.long, device=sim.device)
 
     def observation_bounds(self) -> TermBounds:
-        """The arm terms that are bounded: joint positions (soft limits), gripper opening
-        (the fingers' soft limits, normalised) and the last action ([-1, 1])."""
-        g = self.robot.gripper
+        """The arm terms that are bounded.
+
+        Joint positions (soft limits), gripper opening (the fingers' soft limits,
+        normalised) and the last action ([-1, 1]).
+        """
+        g = self.gripper
         low, high = soft_limit_bounds(g.lower, g.upper)
         opening = (float(low - g.lower) / (g.upper - g.lower),
                    float(high - g.lower) / (g.upper - g.lower))
@@ -140,7 +154,7 @@ class PandaTask(Task):
     @property
     def gripper_opening(self) -> torch.Tensor:
         """[B, 1] in [0, 1]: 0 closed, 1 fully open."""
-        g = self.robot.gripper
+        g = self.gripper
         return gripper_opening(self.sim.qpos[:, self.finger_qpos_ids], g.lower, g.upper)
 
     def reset(self, env_ids: torch.Tensor, gen: torch.Generator) -> None:
@@ -150,7 +164,7 @@ class PandaTask(Task):
         noise = self.rand(n, [-0.05] * len(self.robot.joints), [0.05] * len(self.robot.joints),
                           gen)
         sim.qpos[rows(env_ids, self.qpos_ids)] = self.default_q + noise
-        sim.qpos[rows(env_ids, self.finger_qpos_ids)] = self.robot.gripper.upper
+        sim.qpos[rows(env_ids, self.finger_qpos_ids)] = self.gripper.upper
         sim.qvel[rows(env_ids, self.finger_dof_ids)] = 0.0
         self.last_action[env_ids, -1] = 1.0  # gripper open
         self.episode_count[env_ids] += 1  # lets experts notice auto-resets

@@ -1,22 +1,31 @@
-"""A cube on the table: the base of the Panda cube tasks (push, pick-and-place), with
-the scene helpers they share (boxes, goal markers) and the cube's derived state."""
+"""A cube on the table: the base of the Panda cube tasks (push, pick-and-place).
+
+Also the scene helpers they share (boxes, goal markers) and the cube's derived state.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import mujoco
 import torch
 
-from sim.math import quat_rotate_inverse, quat_to_matrix, yaw_quat
+from robots.math import quat_rotate_inverse, quat_to_matrix, yaw_quat
+from sim.protocol import SimState
 from sim.task import ObsTermCfg, TermBounds, per_step
 from sim.tasks.panda_base import TABLE_TOP, PandaTask
 
 
-def add_box(spec: mujoco.MjSpec, name: str, size, rgba, pos=(0.0, 0.0, 0.0), mass=None,
+def add_box(spec: mujoco.MjSpec, name: str, size: Sequence[float], rgba: Sequence[float],
+            pos: Sequence[float] = (0.0, 0.0, 0.0), mass: float | None = None,
             free: bool = False, collide: bool = True, mocap: bool = False,
-            friction=None) -> mujoco.MjsBody:
-    """A box body (free object, mocap marker or static) with one geom named ``name``."""
+            friction: Sequence[float] | None = None) -> mujoco.MjsBody:
+    """A box body (free object, mocap marker or static) with one geom named ``name``.
+
+    ``size`` [3]: half extents (m); ``rgba`` [4]; ``pos`` [3]: world position (m);
+    ``mass`` (kg) and ``friction`` [3] default to MuJoCo's.
+    """
     body = spec.worldbody.add_body()
     body.name = name
     body.pos = list(pos)
@@ -37,7 +46,7 @@ def add_box(spec: mujoco.MjSpec, name: str, size, rgba, pos=(0.0, 0.0, 0.0), mas
     return body
 
 
-def add_marker(spec: mujoco.MjSpec, name: str, radius: float, rgba,
+def add_marker(spec: mujoco.MjSpec, name: str, radius: float, rgba: Sequence[float],
                half_height: float | None = None) -> None:
     """A visual-only mocap marker (targets, goals): seen by cameras, no collisions.
 
@@ -133,18 +142,17 @@ class CubeTask(PandaTask):
                 mass=self.cube_mass, free=True, friction=self.cube_friction)
         add_marker(spec, "goal", self.goal_radius, (0.1, 0.8, 0.2, 0.6), half_height=0.001)
 
-    def setup(self, sim) -> None:
+    def setup(self, sim: SimState) -> None:
         """Cube indices and per-env goal buffers."""
         super().setup(sim)
         n = sim.num_envs
         self.cube = sim.body_id("cube")
         self.cube_qpos = sim.joint_qpos_slice("cube_joint")
         self.cube_dofs = sim.joint_dof_slice("cube_joint")
-        f64 = {"dtype": torch.float64, "device": sim.device}
-        self.goal = torch.zeros(n, 3, **f64)
+        self.goal = torch.zeros(n, 3, dtype=torch.float64, device=sim.device)
         self.goal_mocap = 0  # the only mocap body of the scene
-        self.start_cube_goal = torch.ones(n, **f64)
-        self.start_ee_cube = torch.ones(n, **f64)
+        self.start_cube_goal = torch.ones(n, dtype=torch.float64, device=sim.device)
+        self.start_ee_cube = torch.ones(n, dtype=torch.float64, device=sim.device)
 
     # ------------------------------------------------------------ state
     def observation_bounds(self) -> TermBounds:

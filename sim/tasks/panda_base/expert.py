@@ -54,8 +54,10 @@ class ScriptedExpert(ABC):
         self.timer[mask] = 0
 
     def arrived(self, err: torch.Tensor, tol: float, patience: int = 25) -> torch.Tensor:
-        """[B] the waypoint error is within ``tol``, or within ``2.5 tol`` after ``patience``
-        steps in the phase (so jittery, noisy arms still move on)."""
+        """[B] bool: the waypoint error [B] is within ``tol``, or within ``2.5 tol`` late.
+
+        Late: after ``patience`` steps in the phase (so jittery, noisy arms still move on).
+        """
         return (err < tol) | ((self.timer >= patience) & (err < 2.5 * tol))
 
     def waypoint(self, target: torch.Tensor) -> torch.Tensor:

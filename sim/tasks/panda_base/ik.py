@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from robots.math import clamp_norm, down_rotation
-from sim.actions import JointPositionAction
-from sim.math import wrap_angle
+from robots.actions import JointPositionAction
+from robots.math import clamp_norm, down_rotation, wrap_angle
 from sim.tasks.panda_base import PandaTask
 
 

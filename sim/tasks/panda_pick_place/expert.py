@@ -21,6 +21,8 @@ class PickPlaceExpert(ScriptedExpert):
     the env back to 0.
     """
 
+    task: PandaPickPlace
+
     ABOVE, DESCEND, CLOSE, LIFT, CARRY, LOWER, OPEN, RETREAT = range(8)
     hover = 0.07  # tcp height above the cube top before descending
     carry_height = 0.14  # tcp height while carrying

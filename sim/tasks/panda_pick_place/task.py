@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import torch
 
+from sim.protocol import SimState
 from sim.task import TermFunctions, per_step
 from sim.tasks.panda_base import ARM_OBSERVATIONS
 from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask, cube_to_goal
@@ -63,7 +64,7 @@ class PandaPickPlace(CubeTask):
         "reach": reach, "grasp": grasp, "lift": lift, "cube_to_goal": cube_to_goal,
         "action_rate": action_rate, "success": success}
 
-    def setup(self, sim) -> None:
+    def setup(self, sim: SimState) -> None:
         """Per-env stage latches."""
         super().setup(sim)
         self.had_grasp = torch.zeros(sim.num_envs, dtype=torch.bool, device=sim.device)

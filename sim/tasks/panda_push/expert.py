@@ -22,6 +22,8 @@ class PushExpert(ScriptedExpert):
     pusher, turned square to the push direction.
     """
 
+    task: PandaPush
+
     ABOVE, DESCEND, PUSH, DONE = range(4)
     hover = 0.10  # tcp height for moving around the cube
     push_height = 0.022  # tcp height while pushing
@@ -33,9 +35,9 @@ class PushExpert(ScriptedExpert):
 
     def __init__(self, task: PandaPush, noise: float = 0.0, gen: torch.Generator | None = None):
         super().__init__(task, noise, gen)
-        f64 = {"dtype": torch.float64, "device": task.sim.device}
-        self.dir = torch.zeros(task.sim.num_envs, 2, **f64)
-        self.yaw = torch.zeros(task.sim.num_envs, **f64)
+        n, device = task.sim.num_envs, task.sim.device
+        self.dir = torch.zeros(n, 2, dtype=torch.float64, device=device)
+        self.yaw = torch.zeros(n, dtype=torch.float64, device=device)
 
     def act(self) -> torch.Tensor:
         """Actions for the current phase of every env (closed gripper)."""

@@ -124,8 +124,11 @@ class PandaPush(CubeTask):
     @property
     @per_step
     def pushing(self) -> torch.Tensor:
-        """[B] the tcp is within ``PUSHING_DISTANCE`` of the pushing target at pushing
-        height (:func:`push_target` without the approach lift): behind the cube, low."""
+        """[B] bool: the tcp is within ``PUSHING_DISTANCE`` of the pushing target.
+
+        The target at pushing height (:func:`push_target` without the approach lift):
+        behind the cube, low.
+        """
         target = push_target(self.ee_pos, self.cube_pos, self.goal[:, :2], self.cube_half,
                              lift=False)
         return (target - self.ee_pos).norm(dim=1) < PUSHING_DISTANCE

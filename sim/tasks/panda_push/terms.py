@@ -1,38 +1,88 @@
-"""panda_push's own observation and reward terms: pure batched functions of the task
-(a :class:`sim.tasks.panda_push.task.PandaPush`; the arm and cube terms are shared,
-in :mod:`sim.tasks.panda_base`)."""
+"""panda_push's own observation and reward terms: pure batched functions of the task.
+
+The task is a :class:`sim.tasks.panda_push.task.PandaPush`; the arm and cube terms
+are shared, in :mod:`sim.tasks.panda_base`.
+"""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import torch
 
-from sim.tasks.panda_base.cube import CubeTask
+
+class PushingTask(Protocol):
+    """What the terms read from the task (:class:`sim.tasks.panda_push.task.PandaPush`)."""
+
+    @property
+    def ee_pos(self) -> torch.Tensor:
+        """[B, 3] world position of the tcp (m)."""
+        ...
+
+    @property
+    def push_target(self) -> torch.Tensor:
+        """[B, 3] the dense reward's tcp target, world frame (m)."""
+        ...
+
+    @property
+    def ee_push_dist(self) -> torch.Tensor:
+        """[B] tcp-to-push-target distance (m)."""
+        ...
+
+    @property
+    def pushing(self) -> torch.Tensor:
+        """[B] bool: the tcp is at the push target at pushing height."""
+        ...
+
+    @property
+    def cube_on_table(self) -> torch.Tensor:
+        """[B] bool: the cube rests on the table."""
+        ...
+
+    @property
+    def cube_goal_dist(self) -> torch.Tensor:
+        """[B] planar cube-to-goal distance (m)."""
+        ...
+
+    @property
+    def gripper_opening(self) -> torch.Tensor:
+        """[B, 1] gripper opening in [0, 1]."""
+        ...
+
+    def success(self) -> torch.Tensor:
+        """[B] bool: the episode's goal is reached."""
+        ...
 
 
-def obs_push_target_rel(task: CubeTask) -> torch.Tensor:
+def obs_push_target_rel(task: PushingTask) -> torch.Tensor:
     """[B, 3] the reward's push target relative to the tcp."""
     return task.push_target - task.ee_pos
 
 
-def push_approach(task: CubeTask) -> torch.Tensor:
+def push_approach(task: PushingTask) -> torch.Tensor:
     """[B] negated tcp-to-push-target distance (a gradient from anywhere)."""
     return -task.ee_push_dist
 
 
-def push_pose(task: CubeTask, std: float) -> torch.Tensor:
-    """[B] tanh kernel of the tcp-to-push-target distance, ``1 - tanh(d / std)``, until
-    success (then 0: the success term takes over)."""
+def push_pose(task: PushingTask, std: float) -> torch.Tensor:
+    """[B] tanh kernel of the tcp-to-push-target distance, ``1 - tanh(d / std)``.
+
+    0 after success (the success term takes over).
+    """
     return (1.0 - torch.tanh(task.ee_push_dist / std)) * ~task.success()
 
 
-def push_cube(task: CubeTask, std: float) -> torch.Tensor:
-    """[B] tanh kernel of the planar cube-to-goal distance, ``1 - tanh(d / std)``, gated:
-    only while the tcp is at the push target (:attr:`pushing`) and the cube rests on
-    the table, and until success. A cube carried or lifted towards the goal scores 0."""
+def push_cube(task: PushingTask, std: float) -> torch.Tensor:
+    """[B] tanh kernel of the planar cube-to-goal distance, ``1 - tanh(d / std)``, gated.
+
+    Non-zero only while the tcp is at the push target (:attr:`pushing`) and the cube
+    rests on the table, and until success. A cube carried or lifted towards the goal
+    scores 0.
+    """
     gate = task.pushing & task.cube_on_table & ~task.success()
     return (1.0 - torch.tanh(task.cube_goal_dist / std)) * gate
 
 
-def gripper_open(task: CubeTask) -> torch.Tensor:
+def gripper_open(task: PushingTask) -> torch.Tensor:
     """[B] the gripper opening in [0, 1] (a penalty with a negative weight)."""
     return task.gripper_opening[:, 0]

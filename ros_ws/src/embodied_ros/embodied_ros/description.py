@@ -59,8 +59,11 @@ def normalise_namespace(namespace: str) -> str:
 
 
 def package_dir() -> Path:
-    """The package's share directory (launch/, config/): the source tree when run from it,
-    else the installed share directory found through the ament index."""
+    """The package's share directory (launch/, config/).
+
+    The source tree when run from it, else the installed share directory found
+    through the ament index.
+    """
     source = Path(__file__).resolve().parent.parent
     if (source / "package.xml").is_file() and (source / "config").is_dir():
         return source

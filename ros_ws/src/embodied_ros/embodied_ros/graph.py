@@ -41,17 +41,20 @@ TRANSITIONS = {"configure": Transition.TRANSITION_CONFIGURE,
 class Recorder:
     """Messages of one topic with their arrival times (monotonic s), filled by the executor."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.items: list[tuple[float, Any]] = []
 
     def __call__(self, msg: Any) -> None:
+        """Store ``msg`` with its arrival time (the subscription callback)."""
         self.items.append((time.monotonic(), msg))
 
     @property
     def messages(self) -> list[Any]:
+        """All messages received so far, oldest first."""
         return [m for _, m in self.items]
 
     def since(self, t: float) -> list[Any]:
+        """Messages that arrived at or after monotonic time ``t`` (s), oldest first."""
         return [m for s, m in list(self.items) if s >= t]
 
 
@@ -87,10 +90,12 @@ class RosGraph:
         return procs
 
     def logs(self) -> str:
+        """The last 3000 characters of every launched node's output, one section per node."""
         return "\n".join(f"--- {s.name}\n{p.output(s.name)[-3000:]}" for p in self.processes
                          for s in p.specs)
 
     def record(self, msg_type: type, topic: str, qos: QoSProfile | int = 10) -> Recorder:
+        """A :class:`Recorder` subscribed to ``topic`` (messages of ``msg_type``)."""
         rec = Recorder()
         self.node.create_subscription(msg_type, topic, rec, qos)
         return rec
@@ -138,10 +143,11 @@ class RosGraph:
     def __enter__(self) -> RosGraph:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
+        """Stop the launched node processes, the executor (waits up to 5 s) and the context."""
         for procs in self.processes:
             procs.stop()
         self._stop.set()

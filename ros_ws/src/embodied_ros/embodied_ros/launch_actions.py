@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from launch import LaunchContext
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import LifecycleNode, Node
@@ -9,7 +12,7 @@ from launch_ros.actions import LifecycleNode, Node
 from embodied_ros.description import NodeSpec, normalise_namespace
 
 
-def to_action(spec: NodeSpec):
+def to_action(spec: NodeSpec) -> Node:
     """A ``launch_ros`` Node (LifecycleNode for lifecycle nodes) for ``spec``."""
     kwargs = dict(package="embodied_ros", executable=spec.executable, name=spec.name,
                   namespace=normalise_namespace(spec.namespace) or "",
@@ -35,10 +38,10 @@ def arguments(defaults: dict[str, tuple[str, str]]) -> list[DeclareLaunchArgumen
             for name, (default, text) in defaults.items()]
 
 
-def nodes_from(build, names: list[str]) -> OpaqueFunction:
+def nodes_from(build: Callable[..., list[NodeSpec]], names: list[str]) -> OpaqueFunction:
     """Resolve the launch arguments ``names`` and add the actions of ``build(**args)``."""
 
-    def launch_setup(context):
+    def launch_setup(context: LaunchContext) -> list[Node]:
         values = {n: LaunchConfiguration(n).perform(context) for n in names}
         return [to_action(spec) for spec in build(**values)]
 

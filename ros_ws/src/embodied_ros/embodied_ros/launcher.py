@@ -25,8 +25,11 @@ DEFAULT_DISCOVERY_RANGE = "LOCALHOST"
 def ros_environment(domain_id: int | None = None, discovery_range: str | None =
                     DEFAULT_DISCOVERY_RANGE, base: dict[str, str] | None = None,
                     ) -> dict[str, str]:
-    """The environment of a node process: the venv on AMENT_PREFIX_PATH (package share
-    lookups), discovery range and domain id, unbuffered output."""
+    """The environment of a node process, built from ``base`` (default: ``os.environ``).
+
+    The venv on AMENT_PREFIX_PATH (package share lookups), discovery range and
+    domain id, unbuffered output.
+    """
     env = dict(os.environ if base is None else base)
     prefixes = [p for p in env.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
     if sys.prefix not in prefixes:
@@ -95,7 +98,7 @@ class NodeProcesses:
     def __enter__(self) -> NodeProcesses:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
+from geometry_msgs.msg import Point, Vector3
+from numpy.typing import ArrayLike
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -20,7 +24,7 @@ class JointIndex:
         self.names = list(names)
         self._cache: dict[tuple[str, ...], np.ndarray] = {}
 
-    def indices(self, msg_names) -> np.ndarray:
+    def indices(self, msg_names: Sequence[str]) -> np.ndarray:
         """Positions of our joints in a message's ``name`` list (StateError if any is missing)."""
         key = tuple(msg_names)
         idx = self._cache.get(key)
@@ -33,7 +37,7 @@ class JointIndex:
             self._cache[key] = idx
         return idx
 
-    def take(self, msg_names, values, what: str) -> np.ndarray:
+    def take(self, msg_names: Sequence[str], values: ArrayLike, what: str) -> np.ndarray:
         """``values`` of a message reordered to our joints; finite, or StateError."""
         idx = self.indices(msg_names)
         values = np.asarray(values, dtype=np.float64)
@@ -47,8 +51,11 @@ class JointIndex:
 
 def joint_state_arrays(msg: JointState, joints: JointIndex, fingers: JointIndex | None
                        ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """(q, qd, finger_q) of a JointState; ``qd`` is None when the message carries no
-    velocities (sensor_msgs allows an empty ``velocity``), else required for our joints."""
+    """(q, qd, finger_q) of a JointState, in robot.yaml order; StateError if unusable.
+
+    ``qd`` is None when the message carries no velocities (sensor_msgs allows an
+    empty ``velocity``), else required for our joints.
+    """
     q = joints.take(msg.name, msg.position, "joint positions")
     qd = joints.take(msg.name, msg.velocity, "joint velocities") if len(msg.velocity) else None
     finger = fingers.take(msg.name, msg.position, "finger positions") if fingers else \
@@ -65,8 +72,11 @@ class DifferencedVelocity:
         self.qd: np.ndarray | None = None
 
     def __call__(self, q: np.ndarray, t: float) -> np.ndarray:
-        """Velocity at time ``t`` (s) of positions ``q``: the difference quotient to the
-        previous sample (zero at the first sample; the previous value if time stood still)."""
+        """Velocity at time ``t`` (s) of positions ``q``: the difference quotient.
+
+        The quotient is to the previous sample; zero at the first sample, the previous
+        value if time stood still.
+        """
         if self.q is None or self.qd is None:
             self.qd = np.zeros_like(q)
         elif t > self.t:
@@ -87,15 +97,18 @@ def imu_arrays(msg: Imu) -> tuple[np.ndarray, np.ndarray]:
     return quat / norm, ang
 
 
-def vector3(v) -> np.ndarray:
+def vector3(v: Vector3 | Point) -> np.ndarray:
     """A geometry_msgs Vector3/Point as an array [3]."""
     return np.array([v.x, v.y, v.z], dtype=np.float64)
 
 
 def trajectory_message(names: list[str], positions: np.ndarray, horizon_s: float,
-                       stamp=None) -> JointTrajectory:
-    """A one-point JointTrajectory reaching ``positions`` ``horizon_s`` after ``stamp``
-    (None: a zero stamp, which a joint_trajectory_controller reads as "start on receipt")."""
+                       stamp: Time | None = None) -> JointTrajectory:
+    """A one-point JointTrajectory reaching ``positions`` ``horizon_s`` after ``stamp``.
+
+    ``stamp`` None: a zero stamp, which a joint_trajectory_controller reads as "start
+    on receipt".
+    """
     msg = JointTrajectory()
     if stamp is not None:
         msg.header.stamp = stamp

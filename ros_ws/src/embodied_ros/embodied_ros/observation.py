@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from robots import RobotSpec
 from robots.go2.observation import advance_phase, base_lin_vel_b
@@ -38,16 +39,19 @@ class RobotState:
 
 def floating_base_state(free_qpos: np.ndarray, free_qvel: np.ndarray
                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(quaternion w, x, y, z; angular velocity, base frame; linear velocity, base frame)
-    from a MuJoCo freejoint's qpos [7] and qvel [6] (what an IMU and a state estimator
-    report on hardware). MuJoCo's freejoint angular velocity is already in the body frame."""
+    """(quaternion w, x, y, z [4]; angular velocity [3]; linear velocity [3]) of a freejoint.
+
+    From a MuJoCo freejoint's qpos [7] and qvel [6]; both velocities in the base frame
+    (what an IMU and a state estimator report on hardware). MuJoCo's freejoint angular
+    velocity is already in the body frame.
+    """
     quat = np.asarray(free_qpos[3:7], dtype=np.float64)
     lin_w = torch.as_tensor(np.asarray(free_qvel[0:3], dtype=np.float64))[None]
     lin_b = base_lin_vel_b(torch.as_tensor(quat)[None], lin_w)[0].numpy()
     return quat.copy(), np.asarray(free_qvel[3:6], dtype=np.float64).copy(), lin_b
 
 
-def _row(x) -> torch.Tensor:
+def _row(x: ArrayLike) -> torch.Tensor:
     return torch.as_tensor(np.asarray(x, dtype=np.float64)).reshape(1, -1)
 
 
@@ -89,6 +93,7 @@ class ReachObservation(ObservationBuilder):
 
     def build(self, state: RobotState, last_action: np.ndarray,
               command: np.ndarray) -> np.ndarray:
+        """float32 [1, 29]; ``command`` is the goal point [3] (world frame, m)."""
         g = self.robot.gripper
         ee = self.kinematics.position(_row(state.q))
         opening = gripper_opening(_row(state.finger_q), g.lower, g.upper)
@@ -118,10 +123,12 @@ class WalkObservation(ObservationBuilder):
         self.phase.fill_(phase)
 
     def advance(self) -> None:
+        """Advance the gait clock by one control period."""
         self.phase = advance_phase(self.phase, self.robot.control_dt)
 
     def build(self, state: RobotState, last_action: np.ndarray,
               command: np.ndarray) -> np.ndarray:
+        """float32 [1, 50]; ``command`` is the velocity command [3] (vx, vy m/s; yaw rate rad/s)."""
         obs = build_walk_observation(_row(state.lin_vel_b), _row(state.ang_vel_b),
                                      _row(state.quat_wxyz), _row(command), self.phase,
                                      _row(state.q), _row(state.qd), _row(self.default),

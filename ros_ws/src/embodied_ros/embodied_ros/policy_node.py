@@ -148,8 +148,10 @@ class PolicyNode(LifecycleNode):
         self._publish_safety()
 
     def now(self) -> float:
-        """Seconds on the node's clock (system time, or simulation time with use_sim_time):
-        the watchdog, the soft start and the resume window run on it."""
+        """Seconds on the node's clock (system time, or simulation time with use_sim_time).
+
+        The watchdog, the soft start and the resume window run on it.
+        """
         return self.get_clock().now().nanoseconds * 1e-9
 
     # ------------------------------------------------------------ lifecycle
@@ -411,8 +413,11 @@ class PolicyNode(LifecycleNode):
         return self.state is not None and all(w.fresh(now) for w in self.watchdogs.values())
 
     def _on_timer(self) -> None:
-        """The control timer: a control step (trigger ``timer``), or in trigger ``state``
-        only the watchdog (a step that sends the safe command once state is stale)."""
+        """The control timer: a control step (trigger ``timer``), or only the watchdog.
+
+        In trigger ``state`` the timer is the watchdog: a step that sends the safe
+        command once state is stale.
+        """
         # due - (time to the next call): how late this call runs (timers keep their grid)
         self.stats.timer_fired(self.control_timer.timer_period_ns * 1e-9 -
                                self.control_timer.time_until_next_call() * 1e-9)
@@ -487,8 +492,11 @@ class PolicyNode(LifecycleNode):
         return ctrl[:nj]
 
     def _hand_over(self) -> None:
-        """Soft start done: the policy starts as from a training reset (clock, action
-        targets at the measured pose, the reset's last action)."""
+        """Soft start done: the policy starts as from a training reset.
+
+        The clock restarts, the action targets are the measured pose and the last
+        action is the reset's.
+        """
         self.builder.reset()
         self.action_map.reset(torch.zeros(1, dtype=torch.long),
                               torch.as_tensor(self.state.q)[None])
@@ -498,8 +506,11 @@ class PolicyNode(LifecycleNode):
         self._set_mode("policy", "soft start done")
 
     def _resume(self, now: float) -> None:
-        """Fresh state after an outage: a short one resumes what it interrupted (the policy,
-        or the soft start where it stood), a longer one starts a soft start again."""
+        """Fresh state after an outage that began at ``safe_since``; ``now`` in s.
+
+        A short outage resumes what it interrupted (the policy, or the soft start where
+        it stood), a longer one starts a soft start again.
+        """
         outage = now - self.safe_since
         if outage <= self.p.resume_window_s and self.interrupted == "policy":
             self._set_mode("policy", f"fresh state again after {outage:.2f} s: policy resumes")
@@ -533,8 +544,11 @@ class PolicyNode(LifecycleNode):
         self._set_mode(mode, reason, extra)
 
     def send_safe_command(self, reason: str) -> None:
-        """Publish the safe command: hold (stop as soon as the limits allow and stay there),
-        or damp (follow the measured pose)."""
+        """Publish the safe command, hold or damp; nothing before the first state.
+
+        Hold: stop as soon as the limits allow and stay there; damp: follow the
+        measured pose.
+        """
         if self.state is None or not hasattr(self, "command_pub"):
             return
         if self.p.safe_mode == "damp" or self.hold_target is None:
@@ -545,8 +559,11 @@ class PolicyNode(LifecycleNode):
 
     def _send(self, target: np.ndarray, clamp: bool, compute_s: float = 0.0,
               now: float | None = None) -> None:
-        """Clamp (policy and soft start), check finiteness, limit velocity and acceleration
-        (every command, last), publish, remember."""
+        """Publish joint targets ``target`` [nj] after the safety filters, and remember them.
+
+        Clamp (policy and soft start), check finiteness, limit velocity and
+        acceleration (every command, last).
+        """
         if clamp:
             target = clamp_targets(target, self.target, self.state.q, self.state.qd,
                                    self.limits)

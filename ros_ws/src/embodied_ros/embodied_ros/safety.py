@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -123,8 +124,10 @@ class Watchdog:
 
 
 class CommandLimiter:
-    """The last filter of every published joint target: the robot's velocity and
-    acceleration limits, and room to stop before the position limits.
+    """The last filter of every published joint target: velocity, acceleration, stopping room.
+
+    It applies the robot's velocity and acceleration limits and keeps room to stop
+    before the position limits.
 
     Targets are a position stream at the control period ``dt``: the implied velocity
     ``(target - previous) / dt`` stays within ``velocity`` and changes by at most
@@ -152,8 +155,11 @@ class CommandLimiter:
         self.last, self.velocity = q.copy(), np.zeros_like(self.vmax)
 
     def stopping_point(self) -> np.ndarray:
-        """Where the targets come to rest when they brake from now on at the acceleration
-        limit (each next step ``acceleration * dt`` slower): the quickest hold."""
+        """Where the targets come to rest when they brake from now on: the quickest hold.
+
+        They brake at the acceleration limit (each next step ``acceleration * dt``
+        slower). RuntimeError before :meth:`reset`.
+        """
         if self.last is None:
             raise RuntimeError("CommandLimiter.reset(q) must be called first")
         speed = np.abs(self.velocity)
@@ -163,8 +169,10 @@ class CommandLimiter:
         return np.clip(self.last + np.sign(self.velocity) * travel, self.lower, self.upper)
 
     def stopping_speed(self, distance: np.ndarray) -> np.ndarray:
-        """Largest speed from which steps of ``acceleration * dt`` less speed each stop
-        within ``distance`` (>= 0)."""
+        """Largest speed from which the joints stop within ``distance`` (>= 0).
+
+        Each step is ``acceleration * dt`` slower than the one before.
+        """
         # From speed v = (n + f) a dt (0 <= f < 1) the steps travel (n + 1) dt (v - n a dt / 2):
         # n is the largest integer with n (n + 1) a dt^2 / 2 <= distance.
         finite = np.isfinite(self.acc)
@@ -193,16 +201,19 @@ class CommandLimiter:
         return out
 
 
-def percentiles(values, qs=(50, 99)) -> list[float]:
+def percentiles(values: Iterable[float], qs: Sequence[float] = (50, 99)) -> list[float]:
     """Percentiles of ``values`` (nan when empty)."""
     arr = np.asarray(list(values), dtype=float)
     return [float(np.percentile(arr, q)) if arr.size else math.nan for q in qs]
 
 
 class LoopStats:
-    """Control-loop timing over the last ``window`` ticks: period, jitter, how late the
-    control timer fired (executor and OS scheduling), compute time, and the age of the
-    state each command was computed from (state -> command latency)."""
+    """Control-loop timing over the last ``window`` ticks.
+
+    Period, jitter, how late the control timer fired (executor and OS scheduling),
+    compute time, and the age of the state each command was computed from (state ->
+    command latency).
+    """
 
     def __init__(self, control_dt: float, window: int = 1000):
         self.dt = control_dt
@@ -230,8 +241,7 @@ class LoopStats:
         self.state_age.append(state_age_s)
 
     def summary(self) -> dict[str, float]:
-        """p50/p99 of period, |period - dt| (jitter), timer lateness, compute time, state
-        age; in ms."""
+        """p50/p99 in ms of period, |period - dt| (jitter), timer lateness, compute, state age."""
         ms = 1000.0
         period = percentiles(self.periods)
         jitter = percentiles(abs(p - self.dt) for p in self.periods)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import time
 from collections import deque
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -35,6 +36,7 @@ import rclpy
 import torch
 from builtin_interfaces.msg import Time as TimeMsg
 from geometry_msgs.msg import PoseStamped, TwistStamped
+from numpy.typing import ArrayLike
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from rclpy.signals import SignalHandlerOptions
@@ -48,7 +50,7 @@ from embodied_ros.description import SIM_ROBOT_NODE
 from embodied_ros.observation import floating_base_state
 from embodied_ros.safety import percentiles
 from embodied_ros.spin import spin_until_signal
-from robots import load_robot
+from robots import RobotSpec, load_robot
 from robots.build import robot_mjspec
 from sim.task import add_floor_and_light
 
@@ -58,7 +60,7 @@ COMMANDS = ("joint_trajectory", "position_array")
 class SimRobotNode(Node):
     """A MuJoCo robot at the control rate behind JointState / Imu / command topics."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(SIM_ROBOT_NODE, **kwargs)
         robot_name = self.declare_parameter("robot", "").value
         command = self.declare_parameter("command", "joint_trajectory").value
@@ -122,7 +124,7 @@ class SimRobotNode(Node):
                                f"{1 / robot.control_dt:.0f} Hz, command topic {command}")
 
     # ------------------------------------------------------------- model
-    def _build(self, robot) -> tuple[mujoco.MjModel, mujoco.MjData]:
+    def _build(self, robot: RobotSpec) -> tuple[mujoco.MjModel, mujoco.MjData]:
         spec = robot_mjspec(robot)
         add_floor_and_light(spec)
         imu_site = robot.sites.get("imu")
@@ -217,7 +219,7 @@ class SimRobotNode(Node):
             _set_pose(ee, d.site_xpos[self.ee_site], quat)
             self.ee_pose_pub.publish(ee)
 
-    def _publish_base(self, stamp) -> None:
+    def _publish_base(self, stamp: TimeMsg) -> None:
         d, (qa, va) = self.data, self.free_adr
         quat, ang_b, lin_b = floating_base_state(d.qpos[qa:qa + 7], d.qvel[va:va + 6])
         imu = Imu()
@@ -249,7 +251,7 @@ class SimRobotNode(Node):
         self.stats_pub.publish(String(data=json.dumps(body)))
 
 
-def _set_pose(msg: PoseStamped, pos, quat_wxyz) -> None:
+def _set_pose(msg: PoseStamped, pos: ArrayLike, quat_wxyz: ArrayLike) -> None:
     p, o = msg.pose.position, msg.pose.orientation
     p.x, p.y, p.z = (float(v) for v in pos)
     o.w, o.x, o.y, o.z = (float(v) for v in quat_wxyz)

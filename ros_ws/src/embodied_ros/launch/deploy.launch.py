@@ -10,7 +10,7 @@ process launcher uses on machines without launch_ros.
 
 from launch import LaunchDescription
 
-from embodied_ros.description import as_bool, deploy_nodes
+from embodied_ros.description import NodeSpec, as_bool, deploy_nodes
 from embodied_ros.launch_actions import arguments, common_arguments, nodes_from
 
 ARGS = {
@@ -19,9 +19,11 @@ ARGS = {
 }
 
 
-def _build(robot, policy, namespace, params_file, autostart, remappings):
+def _build(robot: str, policy: str, namespace: str, params_file: str, autostart: str,
+           remappings: str) -> list[NodeSpec]:
     return deploy_nodes(robot, policy, namespace, params_file, remappings, as_bool(autostart))
 
 
 def generate_launch_description() -> LaunchDescription:
+    """The launch arguments of ``ARGS`` and the nodes of :func:`deploy_nodes`."""
     return LaunchDescription([*arguments(ARGS), nodes_from(_build, list(ARGS))])

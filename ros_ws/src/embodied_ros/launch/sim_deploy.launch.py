@@ -10,7 +10,7 @@ from launch import LaunchDescription
 from launch.actions import SetEnvironmentVariable
 from launch.substitutions import LaunchConfiguration
 
-from embodied_ros.description import as_bool, sim_deploy_nodes
+from embodied_ros.description import NodeSpec, as_bool, sim_deploy_nodes
 from embodied_ros.launch_actions import arguments, common_arguments, nodes_from
 
 ARGS = {
@@ -19,11 +19,13 @@ ARGS = {
 }
 
 
-def _build(robot, policy, namespace, params_file, autostart, discovery_range):
+def _build(robot: str, policy: str, namespace: str, params_file: str, autostart: str,
+           discovery_range: str) -> list[NodeSpec]:
     return sim_deploy_nodes(robot, policy, namespace, params_file, as_bool(autostart))
 
 
 def generate_launch_description() -> LaunchDescription:
+    """The launch arguments of ``ARGS``, the discovery range and :func:`sim_deploy_nodes`."""
     return LaunchDescription([
         *arguments(ARGS),
         SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE",
