@@ -32,6 +32,7 @@ from embodied.rl.checkpoint import (
     save_checkpoint,
 )
 from embodied.rl.logger import MetricsLogger, RewardTermStats
+from embodied.rl.normalizer import EmpiricalNormalization
 from embodied.rl.ppo import PPO, PPOConfig
 from embodied.rl.storage import RolloutStorage, bootstrap_time_outs
 from sim.protocol import BatchedEnv, RngStateful
@@ -66,16 +67,18 @@ class OnPolicyRunner:
                                   cfg.critic_hidden, cfg.activation, cfg.init_noise_std,
                                   cfg.normalize_obs).to(env.device)
         distributed.broadcast_module(self.policy)
+        norm = self.policy.obs_normalizer
         self.normalizer_sync = distributed.NormalizerSync(
-            self.policy.obs_normalizer if cfg.normalize_obs else None)
+            norm if isinstance(norm, EmpiricalNormalization) else None)
         self.alg = PPO(self.policy, cfg)
         self.storage = RolloutStorage(cfg.num_steps, env.num_envs, env.obs_dim, env.action_dim,
                                       env.device)
         self.iteration = 0
         self.global_step = 0
         self.wall_time = 0.0  # seconds of training, summed over resumes
-        self.episodes: deque[tuple[float, float, float]] = deque(maxlen=max(100, env.num_envs))
-        self.reward_terms = RewardTermStats(self.episodes.maxlen)
+        window = max(100, env.num_envs)
+        self.episodes: deque[tuple[float, float, float]] = deque(maxlen=window)
+        self.reward_terms = RewardTermStats(window)
         self.obs: torch.Tensor | None = None  # None: reset the envs before the next rollout
         self.resumed_from: Path | None = None
 
