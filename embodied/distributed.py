@@ -27,7 +27,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import torch
 import torch.distributed as dist
@@ -112,6 +112,20 @@ def shutdown() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+
+
+def exit_worker() -> NoReturn:
+    """End a rank above 0 at once, with exit status 0, after its command succeeded.
+
+    Interpreter teardown after the process group is gone intermittently aborts with
+    ``terminate called without an active exception`` (a native thread still joinable),
+    which torchrun reports as a failed job although the work is done. Ranks above 0 own
+    nothing that needs Python's teardown (rank 0 writes the run folder; their label files
+    are closed before the last barrier), so they flush their output and leave.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _active() -> bool:
