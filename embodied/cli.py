@@ -29,9 +29,7 @@ def _run(cmd: Command, overrides: list[str]) -> int:
     """
     try:
         cmd.run(load_config(cmd.config, overrides))
-        distributed.shutdown()
-        if distributed.rank() > 0:
-            distributed.exit_worker()
+        distributed.leave()
     except KeyboardInterrupt:
         return 130
     except Exception as err:

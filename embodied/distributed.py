@@ -18,6 +18,7 @@ Contracts the learners rely on:
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import signal
@@ -27,7 +28,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
@@ -114,15 +115,21 @@ def shutdown() -> None:
         dist.destroy_process_group()
 
 
-def exit_worker() -> NoReturn:
-    """End a rank above 0 at once, with exit status 0, after its command succeeded.
+def leave() -> None:
+    """After a successful command: leave the process group and end this rank with status 0.
 
-    Interpreter teardown after the process group is gone intermittently aborts with
-    ``terminate called without an active exception`` (a native thread still joinable),
-    which torchrun reports as a failed job although the work is done. Ranks above 0 own
-    nothing that needs Python's teardown (rank 0 writes the run folder; their label files
-    are closed before the last barrier), so they flush their output and leave.
+    A no-op outside a joined process group (a plain run, or a test calling the CLI in
+    its own process). Under torchrun every rank leaves the group together, then flushes
+    its output and exits at once: interpreter teardown after the group is gone
+    intermittently aborts with ``terminate called without an active exception`` (a gloo
+    worker thread still joinable), on any rank, which torchrun reports as a failed job
+    although the work is done. Callers close their files before this (run folders,
+    loggers and label parts are closed when the command returns).
     """
+    if not _active():
+        return
+    shutdown()
+    logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

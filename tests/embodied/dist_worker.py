@@ -106,7 +106,7 @@ def main() -> None:
               "check_prm": check_prm}[check](out)
     if distributed.is_main():
         (out / f"{check}.json").write_text(json.dumps(result))
-    distributed.shutdown()
+    distributed.leave()
 
 
 if __name__ == "__main__":
