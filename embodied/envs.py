@@ -6,6 +6,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from embodied.config import ConfigError
 from sim import DomainRandomization, make_env
 from sim.protocol import BatchedEnv
 from sim.visual import VisualRandomization
@@ -41,12 +42,18 @@ def visual_kwargs(cfg: DictConfig) -> dict[str, Any]:
     """``visual`` (:class:`sim.visual.VisualRandomization`) from the command's ``visual`` group.
 
     Nothing if the command has no ``visual`` group (frames as the scene is built).
+
+    Raises:
+        ConfigError: For an unknown setting or a malformed range.
     """
     visual = cfg.get("visual")
     if visual is None:
         return {}
-    return {"visual": VisualRandomization.from_mapping(
-        OmegaConf.to_container(visual, resolve=True))}
+    try:
+        return {"visual": VisualRandomization.from_mapping(
+            OmegaConf.to_container(visual, resolve=True))}
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{err} (configs/visual/train.yaml shows the settings)") from err
 
 
 def thread_kwargs(cfg: DictConfig) -> dict[str, Any]:
