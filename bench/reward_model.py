@@ -48,10 +48,6 @@ TASK_OVERRIDES = {  # settings of `embodied reward train` per task beyond its de
     "panda_pick_place": ["train.epochs=12"],
 }
 SPEED_TASK = "panda_push"
-SHIFT_OVERRIDES = {  # both arms of the visual-shift section, beyond TASK_OVERRIDES
-    # 6 epochs left the randomised push PRM underfit (held-out F1 0.75, plain 0.92).
-    "panda_push": ["train.epochs=12"],
-}
 SHIFT_TASKS = ("panda_reach", "panda_push")
 SECTIONS = [*TASKS, *(f"visual_shift_{t}" for t in SHIFT_TASKS), "throughput", "ppo_speed"]
 ROOT = Path("runs/bench/reward")
@@ -125,7 +121,7 @@ def visual_shift(task: str, quick: bool, reuse: bool) -> dict:
         start = time.perf_counter()
         if not (reuse and (run_dir / "metrics.json").is_file()):
             overrides = [f"task={task}", f"run_dir={run_dir}", f"visual={visual}",
-                         *TASK_OVERRIDES.get(task, []), *SHIFT_OVERRIDES.get(task, [])]
+                         *TASK_OVERRIDES.get(task, [])]
             if quick:
                 overrides += ["data.episodes=16", "data.batch_envs=8", "data.stride=10",
                               "train.epochs=1"]
