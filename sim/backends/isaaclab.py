@@ -216,6 +216,13 @@ class IsaacLabEnv:
         """State tensors of the worker's env in MuJoCo's layout (``qpos``, ``site_xpos``...)."""
         return self.call("state", names=list(names))
 
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """Per-env friction, masses and PD gains read back from Isaac Lab, in MuJoCo's layout.
+
+        See :meth:`sim.backends.isaaclab_physics.IsaacLabPhysics.parameters`.
+        """
+        return self.call("parameters")
+
     def close(self) -> None:
         """Stop the worker (politely, then by force); its log is removed after a clean exit."""
         if getattr(self, "_closed", True):

@@ -93,6 +93,8 @@ def handle(env: TaskEnv, cmd: str, kwargs: dict[str, Any]) -> Any:
         return getattr(env.task, kwargs["method"])()
     if cmd == "state":  # state tensors in MuJoCo's layout (for parity checks)
         return {name: getattr(env.state, name) for name in kwargs["names"]}
+    if cmd == "parameters":  # randomised physical parameters as Isaac Lab holds them
+        return env.physics.parameters()
     raise ValueError(f"unknown request '{cmd}'")
 
 
