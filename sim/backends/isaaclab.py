@@ -24,7 +24,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,14 @@ class _RemoteTask:
 
     def success(self) -> torch.Tensor:
         return self._env.call("task", method="success")
+
+    def set_command(self, env_ids: torch.Tensor, command: Sequence[float] | torch.Tensor,
+                    hold: bool = True) -> None:
+        """Forward a velocity command to the worker's task (tasks that take one: go2_walk)."""
+        if not callable(getattr(get_task_class(self.name), "set_command", None)):
+            raise AttributeError(f"task '{self.name}' takes no command")
+        self._env.call("task", method="set_command",
+                       args=(torch.as_tensor(env_ids), torch.as_tensor(command), hold))
 
 
 class IsaacLabEnv:

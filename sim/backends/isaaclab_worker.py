@@ -89,8 +89,8 @@ def handle(env: TaskEnv, cmd: str, kwargs: dict[str, Any]) -> Any:
         return env.render(**kwargs)
     if cmd == "request_final_frames":
         return env.request_final_frames(**kwargs)
-    if cmd == "task":  # privileged task quantities: progress, success, ...
-        return getattr(env.task, kwargs["method"])()
+    if cmd == "task":  # privileged task quantities (progress, success) and task commands
+        return getattr(env.task, kwargs["method"])(*kwargs.get("args", ()))
     if cmd == "state":  # state tensors in MuJoCo's layout (for parity checks)
         return {name: getattr(env.state, name) for name in kwargs["names"]}
     if cmd == "parameters":  # randomised physical parameters as Isaac Lab holds them
