@@ -85,11 +85,42 @@ class _RemoteTask:
     def success(self) -> torch.Tensor:
         return self._env.call("task", method="success")
 
+
+class _RemoteBuffer:
+    """A per-env buffer of the worker's task that this process may assign into (``[ids] = v``)."""
+
+    def __init__(self, env: IsaacLabEnv, name: str):
+        self._env, self._name = env, name
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._env.call("task_set", name=self._name, key=key,
+                       value=torch.as_tensor(value, dtype=torch.float64))
+
+
+def _remote_state(name: str, doc: str) -> property:
+    """A read-only property fetching the worker task's ``name`` (one round trip per read)."""
+    return property(lambda self: self._env.call("task", method=name), doc=doc)
+
+
+class _RemoteLeggedTask(_RemoteTask):
+    """A velocity-command task (go2_walk) seen from this process.
+
+    Commands, the base state and the push timers, as the locomotion evaluation uses them.
+    """
+
+    base_pos = _remote_state("base_pos", "[B, 3] world position of the base.")
+    base_quat = _remote_state("base_quat", "[B, 4] base orientation (w, x, y, z).")
+    lin_vel_b = _remote_state("lin_vel_b", "[B, 3] base linear velocity, base frame.")
+    ang_vel_b = _remote_state("ang_vel_b", "[B, 3] base angular velocity, base frame.")
+
+    @property
+    def push_timer(self) -> _RemoteBuffer:
+        """Seconds to each env's next push; assign ``inf`` to stop pushes."""
+        return _RemoteBuffer(self._env, "push_timer")
+
     def set_command(self, env_ids: torch.Tensor, command: Sequence[float] | torch.Tensor,
                     hold: bool = True) -> None:
-        """Forward a velocity command to the worker's task (tasks that take one: go2_walk)."""
-        if not callable(getattr(get_task_class(self.name), "set_command", None)):
-            raise AttributeError(f"task '{self.name}' takes no command")
+        """Command ``(vx, vy, yaw rate)`` to ``env_ids`` (see the task's ``set_command``)."""
         self._env.call("task", method="set_command",
                        args=(torch.as_tensor(env_ids), torch.as_tensor(command), hold))
 
@@ -150,7 +181,8 @@ class IsaacLabEnv:
         self.engine_startup_s = float(info["startup_s"])
         self.versions = info["versions"]
         self.backend = "isaaclab"
-        self.task = _RemoteTask(self, cls.name, self.instruction, self.robot,
+        remote = _RemoteLeggedTask if callable(getattr(cls, "set_command", None)) else _RemoteTask
+        self.task = remote(self, cls.name, self.instruction, self.robot,
                                 info["observation_layout"])
         self.action_map = make_action_map(cfg.get("action") or cls.action_type, self.robot,
                                           self.num_envs, cfg.get("action_speed", 0.5))

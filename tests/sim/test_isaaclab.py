@@ -90,6 +90,7 @@ def test_panda_reach_matches_c_mujoco():
         assert worst["obs"] < 1e-3, worst
         assert worst["reward"] < 1e-3, worst
         assert isaac.task.success().shape == (NUM_ENVS,)
+        assert not hasattr(isaac.task, "set_command")  # no velocity-tracking evaluation
         # Camera frames come from the worker's CPU renderer of the same MJCF.
         ids = torch.tensor([0, 3])
         frames_r = ref.render(["front", "wrist"], env_ids=ids, width=32, height=32)
@@ -193,9 +194,11 @@ def test_go2_randomised_stands_and_trots_as_in_c_mujoco():
             -batch.expand("actuator_biasprm")[:, :, 2]), rtol=1e-6, atol=0)
         assert got["actuator_kp"][:, 0].std() > 0.1  # the envs did get different gains
 
-        # -- standing
+        # -- standing (pushes off, through the proxy's view of the task)
         for env in (ref, isaac):
             env.task.set_command(torch.arange(NUM_ENVS), (0.0, 0.0, 0.0))
+            env.task.push_timer[:] = float("inf")
+        assert torch.equal(isaac.call("task", method="push_timer"), ref.task.push_timer)
         zeros = torch.zeros(NUM_ENVS, 12)
         stand = {"height": 0.0, "orientation": 0.0, "foot_force": 0.0}
         for _ in range(STAND_STEPS):
@@ -218,6 +221,7 @@ def test_go2_randomised_stands_and_trots_as_in_c_mujoco():
                 obs_i, _, term_i, _, _ = isaac.step(policy(obs_i))
                 assert not (term_r | term_i).any()
                 trot = {k: max(v, _go2_gaps(ref, isaac)[k]) for k, v in trot.items()}
+        torch.testing.assert_close(isaac.task.base_pos, isaac.state("qpos")["qpos"][:, :3])
         forward = quat_rotate_inverse(ref.state.qpos[:, 3:7], ref.state.qpos[:, :3] - start)[:, 0]
         assert (forward > 0.5).all(), forward  # it trotted forward (about 0.9 m in 2 s)
         # float32 against float64, chaotic contacts: seen standing 3e-6 m, 1e-5 rad, 0.01 N;
