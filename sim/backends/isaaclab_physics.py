@@ -51,6 +51,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -538,7 +539,7 @@ class IsaacLabPhysics:
         self.sim.clear_instance()
 
 
-def wp_to_torch(array: object) -> torch.Tensor:
+def wp_to_torch(array: Any) -> torch.Tensor:
     """A torch view of a Warp array (imported lazily: Warp lives in the Isaac Lab environment)."""
     import warp as wp
 

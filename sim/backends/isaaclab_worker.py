@@ -98,6 +98,10 @@ def handle(env: TaskEnv, cmd: str, kwargs: dict[str, Any]) -> Any:
     if cmd == "state":  # state tensors in MuJoCo's layout (for parity checks)
         return {name: getattr(env.state, name) for name in kwargs["names"]}
     if cmd == "parameters":  # randomised physical parameters as Isaac Lab holds them
+        from sim.backends.isaaclab_physics import IsaacLabPhysics
+
+        if not isinstance(env.physics, IsaacLabPhysics):
+            raise TypeError(f"the worker serves Isaac Lab envs, got {type(env.physics).__name__}")
         return env.physics.parameters()
     raise ValueError(f"unknown request '{cmd}'")
 
