@@ -465,7 +465,8 @@ class IsaacLabPhysics:
 
         ids = ids.to(self.device)
         newton = NewtonManager.get_model()
-        # per shape: the factor of its env (shapes outside the envs' worlds keep theirs)
+        # Per shape: the row of its env in ``ids``, -1 for other envs and for shapes of no
+        # env (world -1 reads the last entry, which no env id reaches); those keep theirs.
         row = torch.full((int(self._shape_world.max()) + 2,), -1, dtype=torch.long,
                          device=self.device)
         row[ids] = torch.arange(len(ids), device=self.device)
