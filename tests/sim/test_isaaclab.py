@@ -170,9 +170,9 @@ def test_go2_randomised_stands_and_trots_as_in_c_mujoco():
     """The Go2 (floating base, foot touch sensors) with domain randomisation on.
 
     The friction, masses and PD gains read back from Isaac Lab equal C MuJoCo's draws for the
-    same seed; standing (zero command, zero actions) and then trotting under the shipped
-    policy, each backend closing its own loop, keep base height, orientation and the summed
-    foot forces together.
+    same seed; standing (zero command, zero actions, one push) and then trotting under the
+    shipped policy, each backend closing its own loop, keep base height, orientation and the
+    summed foot forces together.
     """
     settings = {"seed": 0, "obs_noise": False, "randomization": DomainRandomization()}
     ref = make_env("go2_walk", NUM_ENVS, **settings)
@@ -202,10 +202,20 @@ def test_go2_randomised_stands_and_trots_as_in_c_mujoco():
         assert torch.equal(isaac.call("task", method="push_timer"), ref.task.push_timer)
         zeros = torch.zeros(NUM_ENVS, 12)
         stand = {"height": 0.0, "orientation": 0.0, "foot_force": 0.0}
-        for _ in range(STAND_STEPS):
+        pushed_gap = 0.0
+        for step in range(STAND_STEPS):
+            if step == STAND_STEPS // 2:  # a push (a base velocity kick the task writes) now
+                for env in (ref, isaac):
+                    env.task.push_timer[:] = 0.0
+                before = ref.state.qpos[:, :2].clone()
             ref.step(zeros)
             isaac.step(zeros)
             stand = {k: max(v, _go2_gaps(ref, isaac)[k]) for k, v in stand.items()}
+            if step >= STAND_STEPS // 2:  # Isaac Lab must have been given the kick
+                pushed_gap = max(pushed_gap, float(
+                    (ref.state.qpos[:, :2] - isaac.state("qpos")["qpos"][:, :2]).abs().max()))
+        assert (ref.state.qpos[:, :2] - before).norm(dim=1).max() > 0.02  # the kicks moved it
+        assert pushed_gap < 1e-4, pushed_gap
         weight = float(m.body_subtreemass[1] * 9.81)
         assert (ref.state.sensordata[:, ref.task.foot_touch].sum(1) > 0.5 * weight).all()
 
