@@ -90,6 +90,65 @@ class LoadedPolicy:
         return f"LoadedPolicy({self.kind}: {self.path})"
 
 
+class ChunkedPolicy:
+    """Temporal ensembling of an action-chunking policy: obs [N, D] -> actions [N, A].
+
+    ``fn(obs)`` returns chunks [N, chunk * A]: the actions for this step and the next
+    ``chunk - 1``. Each call keeps the last ``chunk`` predictions per env and executes,
+    for the current step, the average of every prediction made for it, weighted
+    ``exp(-decay * age)`` (the newest prediction weighs most). The state is per env:
+    :meth:`reset` (all, or ``ids``) starts an episode afresh; with ``episode_count``
+    (a callable returning per-env episode counters, e.g. the simulated task's) envs whose
+    counter changed since the last call are reset automatically. A different batch size
+    resets everything.
+    """
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], chunk: int,
+                 action_dim: int, decay: float = 0.1,
+                 episode_count: Callable[[], torch.Tensor] | None = None):
+        if chunk < 1:
+            raise ValueError(f"chunk must be >= 1, got {chunk}")
+        self.fn, self.chunk, self.action_dim, self.decay = fn, chunk, action_dim, decay
+        self.episode_count = episode_count
+        self._seen: torch.Tensor | None = None
+        self._history = torch.zeros(0, chunk, chunk, action_dim)  # [N, age, step, A]
+        self._valid = torch.zeros(0, chunk, dtype=torch.bool)
+        self._weights = torch.exp(-decay * torch.arange(chunk, dtype=torch.float32))
+
+    def bind_env(self, env: Any) -> None:
+        """Reset envs of ``env`` (a simulated batch) whenever its task resets them."""
+        self.episode_count = lambda: env.task.episode_count
+        self._seen = None
+
+    def reset(self, ids: torch.Tensor | None = None) -> None:
+        """Forget the predictions of envs ``ids`` (all if None): their episodes start anew."""
+        if ids is None:
+            self._valid.zero_()
+        else:
+            self._valid[ids] = False
+
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        """The ensembled actions [N, A] for ``obs`` [N, D]."""
+        chunks = self.fn(obs).reshape(obs.shape[0], self.chunk, self.action_dim).float()
+        n = chunks.shape[0]
+        if self._history.shape[0] != n:
+            self._history = torch.zeros(n, self.chunk, self.chunk, self.action_dim)
+            self._valid = torch.zeros(n, self.chunk, dtype=torch.bool)
+        if self.episode_count is not None:
+            count = self.episode_count().detach().cpu().clone()
+            if self._seen is not None and self._seen.shape == count.shape:
+                self.reset((count != self._seen).nonzero().flatten())
+            self._seen = count
+        self._history = torch.roll(self._history, 1, dims=1)
+        self._valid = torch.roll(self._valid, 1, dims=1)
+        self._history[:, 0] = chunks.detach().cpu()
+        self._valid[:, 0] = True
+        ages = torch.arange(self.chunk)
+        now = self._history[:, ages, ages]  # [N, age, A]: each prediction's action for now
+        w = self._weights * self._valid.float()
+        return (now * w[..., None]).sum(1) / w.sum(1, keepdim=True)
+
+
 def read_sidecar(path: Path) -> dict[str, Any] | None:
     """The ``policy.json`` beside an artifact ``path`` (None if there is none)."""
     sidecar = path.with_suffix(".json")
