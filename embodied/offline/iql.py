@@ -24,7 +24,8 @@ action of a chunk and its advantage weighs the whole chunk's regression.
 by the first layer's weights, which stay 0): a behaviour cloner that sees its own last
 action learns to repeat it instead of reading the state (copycat problem).
 
-The policy is an :class:`ActorCritic` (its critic holds V), so a run folder of this learner evaluates and exports like PPO's.
+The policy is an :class:`ActorCritic` (its critic holds V), so a run folder of this
+learner evaluates and exports like PPO's.
 """
 
 from __future__ import annotations
