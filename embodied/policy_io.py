@@ -115,6 +115,12 @@ class ChunkedPolicy:
         self._valid = torch.zeros(0, chunk, dtype=torch.bool)
         self._weights = torch.exp(-decay * torch.arange(chunk, dtype=torch.float32))
 
+    def __getattr__(self, name: str) -> Any:
+        """Attributes of the wrapped policy (``obs_dim``, ``kind``, ``path``, ...)."""
+        if name.startswith("_") or name == "fn":
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
     def bind_env(self, env: Any) -> None:
         """Reset envs of ``env`` (a simulated batch) whenever its task resets them."""
         self.episode_count = lambda: env.task.episode_count
@@ -149,6 +155,26 @@ class ChunkedPolicy:
         return (now * w[..., None]).sum(1) / w.sum(1, keepdim=True)
 
 
+def chunk_settings(meta: dict[str, Any] | None) -> tuple[int, float]:
+    """(chunk size, ensembling decay) of a policy's metadata or algo config (1: no chunks).
+
+    Exported metadata holds ``{"chunk": {"size": k, "ensemble_decay": m}}``; an offline
+    learner's config holds ``chunk`` and ``ensemble_decay``.
+    """
+    meta = meta or {}
+    chunk = meta.get("chunk")
+    if isinstance(chunk, dict):
+        return int(chunk.get("size", 1)), float(chunk.get("ensemble_decay", 0.1))
+    return int(chunk or 1), float(meta.get("ensemble_decay", 0.1))
+
+
+def with_chunking(policy: Callable[[torch.Tensor], torch.Tensor], meta: dict[str, Any] | None,
+                  action_dim: int) -> Any:
+    """``policy`` itself, or a :class:`ChunkedPolicy` around it if ``meta`` has chunks."""
+    size, decay = chunk_settings(meta)
+    return policy if size <= 1 else ChunkedPolicy(policy, size, action_dim, decay)
+
+
 def read_sidecar(path: Path) -> dict[str, Any] | None:
     """The ``policy.json`` beside an artifact ``path`` (None if there is none)."""
     sidecar = path.with_suffix(".json")
@@ -160,8 +186,11 @@ def read_sidecar(path: Path) -> dict[str, Any] | None:
         raise ExportError(f"cannot read the policy metadata {sidecar}: {err}") from err
 
 
-def load_policy(path: str | Path, verify_hash: bool = True) -> tuple[LoadedPolicy, dict[str, Any]]:
+def load_policy(path: str | Path, verify_hash: bool = True) -> tuple[Any, dict[str, Any]]:
     """Load an exported ``policy.pt`` (TorchScript) or ``policy.onnx`` and its metadata.
+
+    The policy is a :class:`LoadedPolicy`, or for an action-chunking policy a
+    :class:`ChunkedPolicy` around it (stateful: call ``reset()`` when an episode starts).
 
     The metadata is the one embedded in the file, completed by the ``policy.json``
     beside it if present; with ``verify_hash`` the file's sha256 must match the one
@@ -215,7 +244,8 @@ def load_policy(path: str | Path, verify_hash: bool = True) -> tuple[LoadedPolic
         meta = {**sidecar, **(meta or {}), "artifacts": sidecar.get("artifacts", {})}
     if meta is None:
         raise ExportError(f"{path} has no policy metadata (not written by `embodied export`?)")
-    return LoadedPolicy(path, kind, fn, int(meta["obs_dim"])), meta
+    loaded = LoadedPolicy(path, kind, fn, int(meta["obs_dim"]))
+    return with_chunking(loaded, meta, int(meta["action_dim"])), meta
 
 
 # ----------------------------------------------------------------- checking
