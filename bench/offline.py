@@ -182,6 +182,8 @@ def main() -> None:
                         "training; small dataset)")
     parser.add_argument("--prm", help="a panda_push PRM run folder or prm.pt")
     parser.add_argument("--d3rlpy-python", help="the Python of an environment with d3rlpy")
+    parser.add_argument("--no-prm", action="store_true", help="no PRM labels (never train "
+                        "one): BC, RA-BC and IQL on the true labels only")
     parser.add_argument("--seeds", type=int, help="training seeds per learner (3; quick 1)")
     parser.add_argument("--parts", nargs="+", choices=["clean", "pick", "mixed"],
                         default=["clean", "pick", "mixed"], help="what to measure")
@@ -224,7 +226,7 @@ def mixed(args: argparse.Namespace, root: Path, quick: bool, episodes: int, step
         per_source.setdefault(e.meta["policy"], []).append(bool(e.meta["success"]))
 
     oracle = label(root / "data", root / "oracle", "reward=oracle")
-    prm_path, prm_note = find_prm(args, quick)
+    prm_path, prm_note = (None, "not run (--no-prm)") if args.no_prm else find_prm(args, quick)
     prm = None
     if prm_path is not None:
         prm = label(root / "data", root / "prm", "reward=prm", f"reward.checkpoint={prm_path}")
