@@ -83,7 +83,8 @@ def test_ignored_inputs_never_move_the_policy_and_rabc_weights_its_loss():
     zeros, ones = torch.zeros(64), torch.ones(64)
     before = [p.clone() for p in learner.policy.actor.parameters()]
     learner.update(obs, act, zeros, obs, zeros, zeros)  # weight 0 everywhere: no step
-    assert all(torch.equal(a, b) for a, b in zip(before, learner.policy.actor.parameters(), strict=True))
+    after = learner.policy.actor.parameters()
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
     for _ in range(20):
         learner.update(obs, act, zeros, obs, zeros, ones)
     probe = torch.randn(5, 3)
