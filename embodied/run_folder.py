@@ -141,6 +141,9 @@ class RunFolder:
         env = make_train_env(cfg, int(cfg.eval.num_envs), seed)
         if isinstance(policy, torch.nn.Module):
             policy.eval()
+        bind_env = getattr(policy, "bind_env", None)  # a stateful policy, reset per episode
+        if bind_env is not None:
+            bind_env(env)
         result = evaluate_and_track(
             policy, env, self.path / "eval.mp4", seed, video_envs=int(cfg.eval.video_envs),
             cameras=cfg.eval.cameras, width=int(cfg.eval.width), height=int(cfg.eval.height),
