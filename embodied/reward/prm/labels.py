@@ -91,3 +91,36 @@ def counterfactual_instructions(instruction: str, others: Sequence[str]) -> list
             seen.add(key)
             out.append(text)
     return out
+
+
+# Near-miss instructions: the task's own sentence with one detail changed, so it names a
+# colour, an object or a relation the scene does not show (its progress is 0).
+COLOURS: tuple[str, ...] = ("red", "green", "blue", "yellow", "orange", "purple")
+OBJECTS: dict[str, str] = {"ball": "cube", "cube": "ball", "sphere": "block",
+                           "block": "sphere", "target": "bowl", "goal": "drawer"}
+RELATIONS: dict[str, str] = {"to": "away from", "into": "out of", "onto": "off",
+                             "on": "off"}
+
+
+def near_miss_instructions(instruction: str) -> dict[str, list[str]]:
+    """Instructions one detail away from ``instruction``, by kind of change.
+
+    ``colour``: one named colour replaced by another (absent from the sentence);
+    ``object``: one object noun replaced by another object; ``relation``: one spatial
+    relation replaced by its opposite. A kind without a word to change is empty.
+    """
+    words = instruction.split()
+    lower = [w.lower() for w in words]
+
+    def swapped(i: int, new: str) -> str:
+        return " ".join([*words[:i], new, *words[i + 1:]])
+
+    out: dict[str, list[str]] = {"colour": [], "object": [], "relation": []}
+    for i, w in enumerate(lower):
+        if w in COLOURS:
+            out["colour"] += [swapped(i, c) for c in COLOURS if c not in lower][:2]
+        if w in OBJECTS:
+            out["object"].append(swapped(i, OBJECTS[w]))
+        if w in RELATIONS:
+            out["relation"].append(swapped(i, RELATIONS[w]))
+    return out

@@ -8,6 +8,11 @@ Each minibatch mixes:
   near-success states are where success detection errs;
 - counterfactuals: with probability ``counterfactual_prob`` a state gets another task's
   (or an unrelated) instruction and the targets progress 0, success 0;
+- near misses: with probability ``near_miss_prob`` the task's own instruction with one
+  detail changed (another colour, another object, the opposite relation;
+  ``labels.near_miss_instructions``), also with the targets 0, 0;
+- paraphrases: with probability ``paraphrase_prob`` the true instruction is reworded
+  (``text.paraphrase``, training synonyms only), targets unchanged;
 - view dropout: every view is hidden with probability ``view_dropout`` (at least one
   stays), so the fused score survives a missing camera.
 
@@ -30,8 +35,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 from embodied import distributed
 from embodied.reward.prm.data import FrameDataset
-from embodied.reward.prm.labels import temporal_clips, two_hot
+from embodied.reward.prm.labels import near_miss_instructions, temporal_clips, two_hot
 from embodied.reward.prm.network import MultiViewPRM, PRMConfig, view_dropout_mask
+from embodied.reward.prm.text import paraphrase
 
 
 @dataclass
@@ -43,6 +49,8 @@ class TrainConfig:
     learning_rate: float = 1e-3
     weight_decay: float = 1e-4
     counterfactual_prob: float = 0.2
+    near_miss_prob: float = 0.15
+    paraphrase_prob: float = 0.3
     clips_per_episode: int = 4
     clip_weight: float = 3.0
     success_weight: float = 1.0
@@ -58,6 +66,29 @@ def sample_weights(data: FrameDataset, rows: np.ndarray, cfg: TrainConfig,
         ends = temporal_clips(data.success[ep], cfg.clips_per_episode, rng)
         weights[ep[ends]] = cfg.clip_weight
     return weights[rows] / weights[rows].sum()
+
+
+def instructions(instruction: str, others: list[str], near: list[str], n: int,
+                 cfg: TrainConfig, rng: np.random.Generator) -> tuple[list[str], np.ndarray]:
+    """The instruction of every row of a minibatch, and which rows are negatives.
+
+    Negatives (targets progress 0, success 0) get another task's instruction
+    (``counterfactual_prob``) or a near miss (``near_miss_prob``); the other rows get the
+    true instruction, reworded with probability ``paraphrase_prob``.
+    """
+    draw = rng.random(n)
+    texts, negative = [], np.zeros(n, dtype=bool)
+    for d in draw:
+        if d < cfg.counterfactual_prob:
+            texts.append(others[rng.integers(len(others))])
+        elif d < cfg.counterfactual_prob + cfg.near_miss_prob and near:
+            texts.append(near[rng.integers(len(near))])
+        else:
+            reword = rng.random() < cfg.paraphrase_prob
+            texts.append(paraphrase(instruction, rng) if reword else instruction)
+            continue
+        negative[len(texts) - 1] = True
+    return texts, negative
 
 
 def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
@@ -85,6 +116,7 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
     model = DistributedDataParallel(net, find_unused_parameters=True) \
         if distributed.init() else net
     others = list(data.meta["counterfactual_instructions"])
+    near = [t for texts in near_miss_instructions(data.instruction).values() for t in texts]
     steps_per_epoch = max(1, math.ceil(len(rows) / (cfg.batch_size
                                                     * distributed.world_size())))
     total = cfg.epochs * steps_per_epoch
@@ -97,10 +129,7 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
         frames = torch.from_numpy(np.ascontiguousarray(data.frames[batch]))
         target_p = torch.from_numpy(progress[batch])
         target_s = torch.from_numpy(data.success[batch].astype(np.float32))
-        texts = [data.instruction] * len(batch)
-        cf = rng.random(len(batch)) < cfg.counterfactual_prob
-        for i in np.flatnonzero(cf):
-            texts[i] = others[rng.integers(len(others))]
+        texts, cf = instructions(data.instruction, others, near, len(batch), cfg, rng)
         cf_t = torch.from_numpy(cf)
         target_p = torch.where(cf_t, 0.0, target_p)
         target_s = torch.where(cf_t, 0.0, target_s)
