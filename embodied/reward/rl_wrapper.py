@@ -22,6 +22,10 @@ from (``scoring``):
   rollouts. A state model (``sim_progress``) can be distilled the same way: the
   simulator's progress of the labelled envs then takes the place of the reward
   model's scores, which is the control that tells distillation error from model error.
+- a PRM with temporal context (``start_context``) also reads the views of each env's
+  first state: they are rendered at every episode start (of the envs that began an
+  episode) and kept, and handed to the model as the cameras ``<camera>@start`` beside
+  the current views (a terminal frame with the start of its own episode).
 - episode models (``embodied.reward.episodic``: RoboReward, GRM, SARM-style) read each
   env's episode so far: ``direct`` only; every scored row carries its env id, and a
   finished env's terminal frames are scored before its episode is ended, so its new
@@ -159,6 +163,9 @@ class RewardEnv:
             self.distiller = Distiller(env.obs_dim, distill or DistillConfig(), seed)
         elif self.frames:
             env.request_final_frames(self.cameras, self.width, self.height)
+        self.start_context = bool(self.frames and getattr(model, "start_context", False))
+        self.start_frames: torch.Tensor | None = None  # [N, V, H, W, 3] of each env's start
+        self._final_start: torch.Tensor | None = None  # the finished envs' starts
         self.gen = torch.Generator().manual_seed(seed)
         self.timing = {"physics": 0.0, "render": 0.0, "model": 0.0, "distill": 0.0}
         self.frames_scored = 0
@@ -175,18 +182,38 @@ class RewardEnv:
         return getattr(self.env, name)
 
     # ---------------------------------------------------------------- scoring
+    def _render(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        t = time.perf_counter()
+        frames = self.env.render(self.cameras, env_ids=env_ids, width=self.width,
+                                 height=self.height)
+        self.timing["render"] += time.perf_counter() - t
+        return frames
+
+    def _new_starts(self, env_ids: torch.Tensor | None = None) -> None:
+        """Render and keep the first views of the envs that just began an episode."""
+        frames = self._render(env_ids)
+        if env_ids is None or self.start_frames is None:
+            self.start_frames = frames.clone()
+        else:
+            self._final_start = self.start_frames[env_ids].clone()
+            self.start_frames[env_ids] = frames
+
     def _score_frames(self, env_ids: torch.Tensor | None = None,
                       frames: torch.Tensor | None = None) -> torch.Tensor:
+        final = frames is not None  # terminal frames of the envs that just finished
         if frames is None:
-            t = time.perf_counter()
-            frames = self.env.render(self.cameras, env_ids=env_ids, width=self.width,
-                                     height=self.height)
-            self.timing["render"] += time.perf_counter() - t
+            frames = self._render(env_ids)
+        cameras = self.cameras
+        if self.start_context and self.start_frames is not None:
+            start = (self._final_start if final else self.start_frames if env_ids is None
+                     else self.start_frames[env_ids])
+            frames = torch.cat([frames, start], dim=1)
+            cameras = [*self.cameras, *(f"{c}@start" for c in self.cameras)]
         t = time.perf_counter()
         kwargs = {}
         if self.episodic:  # which env each row is: the model continues its episode
             kwargs["env_ids"] = (torch.arange(frames.shape[0]) if env_ids is None else env_ids)
-        progress = self.model.score(frames, self.instruction, cameras=self.cameras,
+        progress = self.model.score(frames, self.instruction, cameras=cameras,
                                     **kwargs).progress
         self.timing["model"] += time.perf_counter() - t
         self.frames_scored += frames.shape[0] * frames.shape[1]
@@ -244,6 +271,8 @@ class RewardEnv:
         self._t = 0
         if self.episodic:
             self.model.end_episodes()
+        if self.start_context:
+            self._new_starts()
         if self.mixer.needs_progress:
             self.phi = self._phi_reset(obs)
             self.mixer.reset(self.phi)
@@ -267,6 +296,8 @@ class RewardEnv:
                 # transition come from one function
                 self.distiller.refresh()
                 self.mixer.shaping.phi = self._distilled(self._prev_obs)
+            if self.start_context and info.get("done_ids") is not None:
+                self._new_starts(info["done_ids"])
             phi_obs, phi_final = self._potentials(obs, info)
             self.phi = phi_obs
         self._prev_obs = obs

@@ -14,7 +14,16 @@ Each minibatch mixes:
 - paraphrases: with probability ``paraphrase_prob`` the true instruction is reworded
   (``text.paraphrase``, training synonyms only), targets unchanged;
 - view dropout: every view is hidden with probability ``view_dropout`` (at least one
-  stays), so the fused score survives a missing camera.
+  stays), so the fused score survives a missing camera;
+- temporal context (a PRM with ``context: start``): every state comes with the views of
+  its episode's first state; with probability ``shift_prob`` an earlier state stands in
+  as the start, with ``reverse_prob`` a later one (a reversed clip: no progress), both
+  with the progress from that start as target (``labels.context_starts``); with
+  probability ``context_dropout`` the start views are left out, so the model also
+  scores a state alone.
+
+``kinds`` restricts training to some kinds of episodes (an ablation: e.g. without the
+policy rollouts of the same dataset).
 
 Under torchrun the network is wrapped in ``DistributedDataParallel``: every rank draws
 its own minibatches of ``batch_size`` (rank 0 with the single-process draws), so an
@@ -35,7 +44,12 @@ from torch.nn.parallel import DistributedDataParallel
 
 from embodied import distributed
 from embodied.reward.prm.data import FrameDataset
-from embodied.reward.prm.labels import near_miss_instructions, temporal_clips, two_hot
+from embodied.reward.prm.labels import (
+    context_starts,
+    near_miss_instructions,
+    temporal_clips,
+    two_hot,
+)
 from embodied.reward.prm.network import MultiViewPRM, PRMConfig, view_dropout_mask
 from embodied.reward.prm.text import paraphrase
 
@@ -55,6 +69,10 @@ class TrainConfig:
     clip_weight: float = 3.0
     success_weight: float = 1.0
     shuffle_labels: bool = False   # a control: progress labels permuted across states
+    shift_prob: float = 0.15       # context start: an earlier state as the start
+    reverse_prob: float = 0.15     # context start: a later state as the start (reversed clip)
+    context_dropout: float = 0.2   # context start: no start views
+    kinds: list[str] | None = None  # episode kinds to train on; None: all
     seed: int = 0
 
 
@@ -103,9 +121,9 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
     net = MultiViewPRM(model_cfg)
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-    rows = data.rows("train")
+    rows = data.rows("train", None if cfg.kinds is None else tuple(cfg.kinds))
     if len(rows) == 0:
-        raise ValueError("the dataset has no train episodes")
+        raise ValueError(f"the dataset has no train episodes of the kinds {cfg.kinds}")
     progress = data.progress.copy()
     if cfg.shuffle_labels:
         progress[rows] = progress[rng.permutation(rows)]
@@ -122,18 +140,32 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
     total = cfg.epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.learning_rate, total_steps=total,
                                                 pct_start=0.1)
+    first = np.array([e["start"] for e in data.episodes])[data.episode]
+    last = first + np.array([e["length"] - 1 for e in data.episodes])[data.episode]
+    context = model_cfg.context == "start"
     net.train()
     start, losses = time.perf_counter(), []
     for step in range(total):
         batch = np.sort(rng.choice(rows, size=cfg.batch_size, p=probs))  # sorted: mmap reads
         frames = torch.from_numpy(np.ascontiguousarray(data.frames[batch]))
         target_p = torch.from_numpy(progress[batch])
+        if context:
+            starts, rel = context_starts(batch, first, last, progress, cfg.shift_prob,
+                                         cfg.reverse_prob, rng)
+            frames = torch.cat([frames, torch.from_numpy(np.ascontiguousarray(
+                data.frames[starts]))], dim=1)
+            keep = torch.from_numpy(rng.random(len(batch)) >= cfg.context_dropout)
+            target_p = torch.where(keep, torch.from_numpy(rel), target_p)
         target_s = torch.from_numpy(data.success[batch].astype(np.float32))
         texts, cf = instructions(data.instruction, others, near, len(batch), cfg, rng)
         cf_t = torch.from_numpy(cf)
         target_p = torch.where(cf_t, 0.0, target_p)
         target_s = torch.where(cf_t, 0.0, target_s)
-        present = view_dropout_mask(len(batch), frames.shape[1], model_cfg.view_dropout, gen)
+        present = view_dropout_mask(len(batch), len(data.cameras), model_cfg.view_dropout, gen)
+        if context:
+            start_present = view_dropout_mask(len(batch), len(data.cameras),
+                                              model_cfg.view_dropout, gen) & keep[:, None]
+            present = torch.cat([present, start_present], dim=1)
         logits, success = model(frames, texts, present)
         loss_p = -(two_hot(target_p, model_cfg.num_bins) * logits.log_softmax(-1)).sum(-1).mean()
         loss_s = F.binary_cross_entropy_with_logits(success, target_s)

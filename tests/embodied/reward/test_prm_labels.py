@@ -9,10 +9,12 @@ import torch
 from embodied.reward.prm.labels import (
     UNRELATED_INSTRUCTIONS,
     bin_centers,
+    context_starts,
     counterfactual_instructions,
     expected_progress,
     near_miss_instructions,
     progress_to_bins,
+    relative_progress,
     temporal_clips,
     two_hot,
 )
@@ -131,3 +133,24 @@ def test_minibatch_instructions_mark_the_negatives():
     positives = [t for t, neg in zip(texts, negative, strict=True) if not neg]
     # reworded half the time; a rewording keeps all 3 phrases and no framing 1 time in 24
     assert np.mean([t == true for t in positives]) == pytest.approx(0.5 + 0.5 / 24, abs=0.04)
+
+
+def test_relative_progress_and_context_starts():
+    rel = relative_progress(np.array([0.5, 0.2, 1.0, 0.9]), np.array([0.0, 0.6, 0.5, 1.0]))
+    assert rel == pytest.approx([0.5, 0.0, 1.0, 0.0])
+    # two episodes: rows 0-4 and 5-9, progress rising
+    progress = np.array([0.0, 0.2, 0.4, 0.6, 0.8, 0.0, 0.25, 0.5, 0.75, 1.0], np.float32)
+    first = np.repeat([0, 5], 5)
+    last = np.repeat([4, 9], 5)
+    rows = np.array([2, 3, 7, 8] * 500)
+    rng = np.random.default_rng(0)
+    start, target = context_starts(rows, first, last, progress, 0.0, 0.0, rng)
+    assert (start == first[rows]).all() and target == pytest.approx(progress[rows])
+    start, target = context_starts(rows, first, last, progress, 0.3, 0.3, rng)
+    assert (first[rows] <= start).all() and (start <= last[rows]).all()
+    later = start > rows
+    assert 0.25 < later.mean() < 0.35 and (target[later] == 0).all()
+    earlier = (start < rows) & (start > first[rows])
+    assert earlier.any() and (target[earlier] == relative_progress(
+        progress[rows[earlier]], progress[start[earlier]])).all()
+    assert (target[earlier] < progress[rows[earlier]]).all()

@@ -93,6 +93,62 @@ def test_direct_rewards_match_scoring_by_hand(prm):
         wrapped.close()
 
 
+@pytest.fixture(scope="module")
+def context_prm(tmp_path_factory):
+    """A random PRM with temporal context: it reads each env's first views too."""
+    torch.manual_seed(1)
+    net = MultiViewPRM(PRMConfig(image_size=32, text="learned", dim=32, context="start"))
+    with torch.no_grad():  # sharper than the near-uniform output of a fresh head
+        for layer in net.head:
+            if isinstance(layer, torch.nn.Linear):
+                layer.weight.mul_(8.0)
+    path = tmp_path_factory.mktemp("prm_ctx") / "prm.pt"
+    save_prm(path, net, {"instruction": "move the gripper to the red ball"})
+    return make_reward_model({"name": "prm", "checkpoint": str(path)})
+
+
+def test_context_prm_reads_each_episodes_first_views(context_prm):
+    env = short_env()
+    wrapped = RewardEnv(env, RewardMixer("prm+sparse", gamma=GAMMA), context_prm,
+                        scoring="direct", width=32, height=32)
+    cams = list(env.camera_names)
+    both = [*cams, *(f"{c}@start" for c in cams)]
+
+    def phi(frames, start):
+        return context_prm.score(torch.cat([frames, start], 1), env.instruction,
+                                 cameras=both).progress
+
+    try:
+        wrapped.reset(seed=3)
+        start = env.render(cams, width=32, height=32)
+        phi_s = phi(start, start)
+        torch.manual_seed(0)
+        boundaries = 0
+        for _ in range(7):
+            _, reward, _, _, info = wrapped.step(0.3 * torch.randn(3, env.action_dim))
+            now = env.render(cams, width=32, height=32)
+            phi_next = None
+            if "done_ids" in info:
+                boundaries += 1
+                ids = info["done_ids"]
+                phi_final = phi(info["final_frames"], start[ids])  # its own episode's start
+                start = start.clone()
+                start[ids] = now[ids]
+            phi_obs = phi(now, start)
+            phi_next = phi_obs.clone()
+            if "done_ids" in info:
+                phi_next[ids] = phi_final
+            expected = info["success"].float() + GAMMA * phi_next - phi_s
+            assert torch.allclose(reward, expected, atol=1e-5)
+            phi_s = phi_obs
+        assert boundaries == 1 and phi_s.std() > 1e-3
+        # without its start views the model scores the state alone, and differently
+        alone = context_prm.score(now, env.instruction, cameras=cams).progress
+        assert not torch.allclose(alone, phi_s, atol=1e-4)
+    finally:
+        wrapped.close()
+
+
 def test_direct_every_k_holds_scores(prm):
     env = make_env("panda_reach", num_envs=2, seed=0)  # no episode ends in 4 steps
     wrapped = RewardEnv(env, RewardMixer("prm", gamma=1.0), prm, every=4, width=32, height=32)
