@@ -1,7 +1,7 @@
 """The sparse-reward experiment: PPO with sparse success alone, PRM shaping, or dense reward.
 
 For each task (``--task NAME``, repeatable; default panda_reach and panda_push), PPO runs
-with the same seeds (``--seeds N``: 0..N-1), settings and env-step budget under four
+with the same seeds (``--seeds N``: 0..N-1), settings and env-step budget under five
 rewards:
 
 - ``sparse``: the success reward alone (``reward=sparse``);
@@ -9,6 +9,8 @@ rewards:
   distilled into an MLP on the policy's observations (``reward=prm``);
 - ``sim_progress_shaped``: sparse + the same shaping by the simulator's own progress (a
   control: what a perfect progress model would give);
+- ``sim_progress_distilled``: the simulator's progress through the PRM arm's own
+  distillation (the control that tells PRM error from distillation error);
 - ``oracle_dense``: the task's hand-written dense reward (``reward=oracle``).
 
 Success against env steps goes to ``bench/results/reward_rl_<task>.png`` and the JSON.
@@ -25,14 +27,16 @@ fresh seeds): Pearson with the simulator's progress (over all states and per sta
 the correlation of the step-to-step change (what shaping pays), held-out paraphrases
 (mean absolute change of the score), near-miss instructions (mean score on states whose
 true progress is >= 0.5) and, for PRMs with temporal context, VOC of reversed expert
-episodes. Targets (issue): Pearson >= 0.9, step-delta >= 0.6, paraphrase within 0.1,
-near miss <= 0.3. The section ``<task>_policy_states`` is merged into the result file.
+episodes and their mean score (a reversed clip has made no progress). Targets (issue):
+Pearson >= 0.9, step-delta >= 0.6, paraphrase within 0.1, near miss <= 0.3. The
+section ``<task>_policy_states`` is merged into the result file.
 
 Run: ``python bench/reward_rl.py`` (full: about 25 minutes on 2 shared cores) or ``--quick``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -114,14 +118,15 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
                                       reuse)
                               for seed in range(seeds)])
             for name, overrides in ARMS.items()}
-    png = RESULTS / f"reward_rl_{task}{f'_{label}' if label else ''}{'.quick' if quick else ''}.png"
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    folder = root if label else RESULTS  # a labelled run keeps its files beside its runs
+    png = folder / f"reward_rl_{task}{'.quick' if quick else ''}.png"
+    folder.mkdir(parents=True, exist_ok=True)
     plot(task, arms, budget, png)
     out = {"budget_env_steps": budget, "seeds": seeds, "prm": str(prm), "arms": arms,
            "shaping": {name: (a["reward_timing"] or {}).get("shaping")
                        for name, a in arms.items()},
            "load_avg_1min": [load_before, round(os.getloadavg()[0], 2)],
-           "plot": str(png.relative_to(RESULTS.parent.parent)),
+           "plot": str(png if label else png.relative_to(RESULTS.parent.parent)),
            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     if "sparse" in arms:
         sparse_fps = arms["sparse"]["collection_fps"]
@@ -197,7 +202,7 @@ def policy_state_quality(prm: Path, data, paraphrases: list[str]) -> dict:
            "near_miss_mean": {k: round(float(np.mean(v)), 4) for k, v in near.items()},
            "near_miss_max": round(max(max(v) for v in near.values()), 4)}
     if model.start_context:  # reversed expert clips: the clip's own first frame as start
-        vocs = []
+        vocs, means = [], []
         for e in data.episodes:
             if e["kind"] != "expert":
                 continue
@@ -207,7 +212,11 @@ def policy_state_quality(prm: Path, data, paraphrases: list[str]) -> dict:
             back = ep[::-1]
             p = score_rows(model, data, back, data.instruction, np.full(len(back), back[0]))
             vocs.append(voc(p))
+            means.append(float(p.mean()))
+        # a rank statistic: a reversed clip scored near 0 throughout, slightly falling,
+        # still has VOC near -1; the mean says how much progress the model sees in it
         out["reversed_voc_with_context"] = round(float(np.mean(vocs)), 4)
+        out["reversed_mean_progress_with_context"] = round(float(np.mean(means)), 4)
     out["targets"] = {"pearson>=0.9": out["pearson"] >= 0.9,
                       "step_delta>=0.6": out["step_delta_pearson"] >= 0.6,
                       "paraphrase<=0.1": out["paraphrase_abs_change_mean"] <= 0.1,
@@ -265,8 +274,8 @@ def main() -> None:
     p.add_argument("--episodes", type=int, default=16, help="episodes per stage")
     p.add_argument("--noise", type=float, default=0.2, help="action noise std")
     p.add_argument("--eval-seed", type=int, default=101)
-    p.add_argument("--label", default="", help="write bench/results/reward_rl_<label>.json "
-                   "(runs under rl_<label>/) instead of the benchmark's own file")
+    p.add_argument("--label", default="", help="an exploratory run: runs, plot and JSON "
+                   "under <runs>/rl_<label>/, the benchmark's result file untouched")
     args = p.parse_args()
     if args.policy_states:
         task = (args.task or [RL_TASKS[0]])[0]
@@ -288,10 +297,14 @@ def main() -> None:
     figures = {task: experiment(task, args.quick, args.budget, args.seeds, args.reuse_runs,
                                 prm, args.label)
                for task in tasks}
-    name = f"reward_rl_{args.label}" if args.label else "reward_rl"
+    if args.label:
+        path = bench_root(args.quick) / f"rl_{args.label}" / "reward_rl.json"
+        path.write_text(json.dumps(figures, indent=2) + "\n")
+        print(f"results: {path}")
+        return
     if args.task:
-        figures = merge_sections(name, args.quick, figures, tasks)
-    write_result(name, args.quick, figures)
+        figures = merge_sections("reward_rl", args.quick, figures, tasks)
+    write_result("reward_rl", args.quick, figures)
 
 
 if __name__ == "__main__":
