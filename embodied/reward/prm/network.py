@@ -50,6 +50,13 @@ class PRMConfig:
     view_dropout: float = 0.25
     context: str = "none"          # none | start (the episode's first views as extra slots)
 
+    def __post_init__(self) -> None:
+        """Reject unknown choices with the valid ones named."""
+        if self.context not in ("none", "start"):
+            raise ValueError(f"model.context must be 'none' or 'start', got '{self.context}'")
+        if self.encoder not in ("cnn", "hf"):
+            raise ValueError(f"model.encoder must be 'cnn' or 'hf', got '{self.encoder}'")
+
 
 START_SUFFIX = "@start"
 
@@ -156,8 +163,6 @@ class MultiViewPRM(nn.Module):
             self.encoder = HFVisionEncoder(cfg.vision_model, cfg.dim, cfg.freeze_vision)
         else:
             raise ValueError(f"encoder must be 'cnn' or 'hf', got '{cfg.encoder}'")
-        if cfg.context not in ("none", "start"):
-            raise ValueError(f"context must be 'none' or 'start', got '{cfg.context}'")
         self.view_embedding = nn.Parameter(torch.zeros(len(self.slots), cfg.dim))
         self.text = InstructionEncoder(cfg.text, cfg.dim)
         inputs = (4 if cfg.context == "start" else 3) * cfg.dim
