@@ -60,6 +60,7 @@ ARMS = {  # name -> overrides of `embodied train`
     "sim_progress_distilled": ["reward=prm", "~reward.model", "+reward.model={name:sim_progress}"],
     "oracle_dense": ["reward=oracle"],
 }
+ALL_ARMS = tuple(ARMS)
 
 
 def plot(task: str, arms: dict, budget: int, path: Path) -> None:
@@ -105,8 +106,13 @@ def over_seeds(runs: list[dict]) -> dict:
 
 
 def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1,
-               reuse: bool = False, prm: Path | None = None, label: str = "") -> dict:
-    """All arms on ``task`` over ``seeds`` seeds; curves, summaries, plot and the targets."""
+               reuse: bool = False, prm: Path | None = None, label: str = "",
+               kept: dict | None = None) -> dict:
+    """All arms on ``task`` over ``seeds`` seeds; curves, summaries, plot and the targets.
+
+    ``kept``: arms of an earlier run of the same budget and seeds that this run does not
+    rerun (``--arm``); they are reported beside the new ones with the date they ran.
+    """
     prm = prm or prm_dir(task, quick)
     if not (prm / "prm.pt").is_file():
         train_prm(task, quick, reuse=True)
@@ -118,6 +124,8 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
                                       reuse)
                               for seed in range(seeds)])
             for name, overrides in ARMS.items()}
+    arms = {name: arms[name] if name in arms else kept[name] for name in ALL_ARMS
+            if name in arms or name in (kept or {})}
     folder = root if label else RESULTS  # a labelled run keeps its files beside its runs
     png = folder / f"reward_rl_{task}{'.quick' if quick else ''}.png"
     folder.mkdir(parents=True, exist_ok=True)
@@ -294,9 +302,17 @@ def main() -> None:
             del ARMS[arm]
     tasks = args.task or ([RL_TASKS[0]] if args.quick else list(RL_TASKS))
     prm = args.prm[0] if args.prm else None
-    figures = {task: experiment(task, args.quick, args.budget, args.seeds, args.reuse_runs,
-                                prm, args.label)
-               for task in tasks}
+    previous = RESULTS / f"reward_rl{'.quick' if args.quick else ''}.json"
+    earlier = json.loads(previous.read_text()) if previous.is_file() else {}
+    figures = {}
+    for task in tasks:
+        kept = None
+        if args.arm and not args.label and task in earlier:  # the arms not rerun stay
+            date = earlier[task].get("date", earlier.get("date", ""))
+            kept = {name: {**arm, "ran": arm.get("ran", date)}
+                    for name, arm in earlier[task]["arms"].items() if name not in ARMS}
+        figures[task] = experiment(task, args.quick, args.budget, args.seeds,
+                                   args.reuse_runs, prm, args.label, kept)
     if args.label:
         path = bench_root(args.quick) / f"rl_{args.label}" / "reward_rl.json"
         path.write_text(json.dumps(figures, indent=2) + "\n")
