@@ -1,7 +1,7 @@
 """The sparse-reward experiment: PPO with sparse success alone, PRM shaping, or dense reward.
 
 For each task (``--task NAME``, repeatable; default panda_reach and panda_push), PPO runs
-with the same seeds (``--seeds N``: 0..N-1), settings and env-step budget under four
+with the same seeds (``--seeds N``: 0..N-1), settings and env-step budget under five
 rewards:
 
 - ``sparse``: the success reward alone (``reward=sparse``);
@@ -9,6 +9,8 @@ rewards:
   distilled into an MLP on the policy's observations (``reward=prm``);
 - ``sim_progress_shaped``: sparse + the same shaping by the simulator's own progress (a
   control: what a perfect progress model would give);
+- ``sim_progress_distilled``: the simulator's progress through the PRM arm's own
+  distillation (the control that tells PRM error from distillation error);
 - ``oracle_dense``: the task's hand-written dense reward (``reward=oracle``).
 
 Success against env steps goes to ``bench/results/reward_rl_<task>.png`` and the JSON.
@@ -18,11 +20,23 @@ than 2x the env steps of the oracle. The PPO settings are the task's shipped one
 (configs/algo/ppo/<task>.yaml); a rerun with ``--task panda_push`` replaces only that
 task's section of the result file.
 
+``--policy-states`` measures instead how well PRMs (``--prm`` run folders) hold on the
+states of PPO policies (``--eval-policy``: a run folder of `embodied train`, whose
+checkpoints at ``--stages`` stages of training are rolled out with action noise on
+fresh seeds): Pearson with the simulator's progress (over all states and per stage),
+the correlation of the step-to-step change (what shaping pays), held-out paraphrases
+(mean absolute change of the score), near-miss instructions (mean score on states whose
+true progress is >= 0.5) and, for PRMs with temporal context, VOC of reversed expert
+episodes and their mean score (a reversed clip has made no progress). Targets (issue):
+Pearson >= 0.9, step-delta >= 0.6, paraphrase within 0.1, near miss <= 0.3. The
+section ``<task>_policy_states`` is merged into the result file.
+
 Run: ``python bench/reward_rl.py`` (full: about 25 minutes on 2 shared cores) or ``--quick``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -42,8 +56,11 @@ ARMS = {  # name -> overrides of `embodied train`
     "prm_shaped": ["reward=prm"],
     "sim_progress_shaped": ["reward=oracle", "reward.mode=prm+sparse",
                             "reward.model.name=sim_progress"],
+    # the control: the simulator's progress through the PRM arm's own distillation
+    "sim_progress_distilled": ["reward=prm", "~reward.model", "+reward.model={name:sim_progress}"],
     "oracle_dense": ["reward=oracle"],
 }
+ALL_ARMS = tuple(ARMS)
 
 
 def plot(task: str, arms: dict, budget: int, path: Path) -> None:
@@ -89,37 +106,155 @@ def over_seeds(runs: list[dict]) -> dict:
 
 
 def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1,
-               reuse: bool = False) -> dict:
-    """All arms on ``task`` over ``seeds`` seeds; curves, summaries, plot and the targets."""
-    prm = prm_dir(task, quick)
+               reuse: bool = False, prm: Path | None = None, label: str = "",
+               kept: dict | None = None) -> dict:
+    """All arms on ``task`` over ``seeds`` seeds; curves, summaries, plot and the targets.
+
+    ``kept``: arms of an earlier run of the same budget and seeds that this run does not
+    rerun (``--arm``); they are reported beside the new ones with the date they ran.
+    """
+    prm = prm or prm_dir(task, quick)
     if not (prm / "prm.pt").is_file():
         train_prm(task, quick, reuse=True)
     budget = budget or (2 * 16 * 32 if quick else BUDGETS[task])
     extra = ["num_envs=16", "eval.num_envs=8"] if quick else []
     load_before = round(os.getloadavg()[0], 2)
-    arms = {name: over_seeds([ppo_run(task, name, overrides, budget, prm,
-                                      bench_root(quick) / "rl", extra, seed, reuse)
+    root = bench_root(quick) / ("rl" if not label else f"rl_{label}")
+    arms = {name: over_seeds([ppo_run(task, name, overrides, budget, prm, root, extra, seed,
+                                      reuse)
                               for seed in range(seeds)])
             for name, overrides in ARMS.items()}
-    png = RESULTS / f"reward_rl_{task}{'.quick' if quick else ''}.png"
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    arms = {name: arms[name] if name in arms else kept[name] for name in ALL_ARMS
+            if name in arms or name in (kept or {})}
+    folder = root if label else RESULTS  # a labelled run keeps its files beside its runs
+    png = folder / f"reward_rl_{task}{'.quick' if quick else ''}.png"
+    folder.mkdir(parents=True, exist_ok=True)
     plot(task, arms, budget, png)
-    sparse_fps = arms["sparse"]["collection_fps"]
-    prm_arm, sparse, oracle = arms["prm_shaped"], arms["sparse"], arms["oracle_dense"]
-    oracle_steps, prm_steps = oracle["env_steps_to_80"], prm_arm["env_steps_to_80"]
-    return {
-        "budget_env_steps": budget, "seeds": seeds, "arms": arms,
-        "collection_fps_ratio_vs_sparse": {
-            name: round(a["collection_fps"] / sparse_fps, 3) for name, a in arms.items()},
-        "targets": {
-            "prm_shaped_eval>=0.8": (prm_arm["eval_success"] or 0) >= 0.8,
-            "sparse_eval<0.2": (sparse["eval_success"] or 0) < 0.2,
-            "prm_steps_to_80<=2x_oracle": (prm_steps is not None and oracle_steps is not None
-                                           and prm_steps <= 2 * oracle_steps)},
-        "load_avg_1min": [load_before, round(os.getloadavg()[0], 2)],
-        "plot": str(png.relative_to(RESULTS.parent.parent)),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-    }
+    out = {"budget_env_steps": budget, "seeds": seeds, "prm": str(prm), "arms": arms,
+           "shaping": {name: (a["reward_timing"] or {}).get("shaping")
+                       for name, a in arms.items()},
+           "load_avg_1min": [load_before, round(os.getloadavg()[0], 2)],
+           "plot": str(png if label else png.relative_to(RESULTS.parent.parent)),
+           "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    if "sparse" in arms:
+        sparse_fps = arms["sparse"]["collection_fps"]
+        out["collection_fps_ratio_vs_sparse"] = {
+            name: round(a["collection_fps"] / sparse_fps, 3) for name, a in arms.items()}
+    targets = {}
+    if "prm_shaped" in arms:
+        targets["prm_shaped_eval>=0.8"] = (arms["prm_shaped"]["eval_success"] or 0) >= 0.8
+    if "sparse" in arms:
+        targets["sparse_eval<0.2"] = (arms["sparse"]["eval_success"] or 0) < 0.2
+    if "prm_shaped" in arms and "oracle_dense" in arms:
+        oracle_steps = arms["oracle_dense"]["env_steps_to_80"]
+        prm_steps = arms["prm_shaped"]["env_steps_to_80"]
+        targets["prm_steps_to_80<=2x_oracle"] = (prm_steps is not None and oracle_steps
+                                                 is not None and prm_steps <= 2 * oracle_steps)
+    out["targets"] = targets
+    return out
+
+
+def score_rows(model, data, rows: np.ndarray, instruction: str,
+               start_rows: np.ndarray | None = None, batch: int = 256) -> np.ndarray:
+    """PRM progress of dataset rows, with the views of ``start_rows`` as the start views."""
+    import torch
+
+    cams = data.cameras
+    out = []
+    for i in range(0, len(rows), batch):
+        frames = torch.from_numpy(np.ascontiguousarray(data.frames[rows[i:i + batch]]))
+        names = cams
+        if start_rows is not None and getattr(model, "start_context", False):
+            start = torch.from_numpy(np.ascontiguousarray(data.frames[start_rows[i:i + batch]]))
+            frames = torch.cat([frames, start], 1)
+            names = [*cams, *(f"{c}@start" for c in cams)]
+        out.append(model.score(frames, instruction, cameras=names).progress.numpy())
+    return np.concatenate(out)
+
+
+def policy_state_quality(prm: Path, data, paraphrases: list[str]) -> dict:
+    """One PRM on the policy episodes of ``data`` (see the module doc)."""
+    from embodied.reward import make_reward_model
+    from embodied.reward.prm.labels import near_miss_instructions
+    from embodied.reward.prm.metrics import pearson, voc
+
+    model = make_reward_model({"name": "prm", "checkpoint": str(prm)})
+    firsts = np.array([e["start"] for e in data.episodes])[data.episode]
+    policy_eps = [e for e in data.episodes if e["kind"] == "policy"]
+    rows = data.rows(kinds=("policy",))
+    pred = score_rows(model, data, rows, data.instruction, firsts[rows])
+    true = data.progress[rows]
+    stage = np.concatenate([[e["policy"]] * e["length"] for e in policy_eps])
+    cuts = np.cumsum([e["length"] for e in policy_eps])[:-1]
+    d_pred = np.concatenate([np.diff(p) for p in np.split(pred, cuts)])
+    d_true = np.concatenate([np.diff(t) for t in np.split(true, cuts)])
+    far = data.rows()[data.progress[data.rows()] >= 0.5]
+    near = {kind: [float(score_rows(model, data, far, text, firsts[far]).mean())
+                   for text in texts]
+            for kind, texts in near_miss_instructions(data.instruction).items() if texts}
+    para = [float(np.abs(score_rows(model, data, rows, text, firsts[rows]) - pred).mean())
+            for text in paraphrases]
+    out = {"prm": str(prm), "context": model.net.cfg.context, "states": len(rows),
+           "pearson": round(pearson(pred, true), 4),
+           "pearson_per_stage": {Path(k).stem: round(pearson(pred[stage == k],
+                                                             true[stage == k]), 4)
+                                 for k in dict.fromkeys(stage)},
+           "step_delta_pearson": round(pearson(d_pred, d_true), 4),
+           "mae": round(float(np.abs(pred - true).mean()), 4),
+           "paraphrase_abs_change": {t: round(v, 4) for t, v in zip(paraphrases, para,
+                                                                    strict=True)},
+           "paraphrase_abs_change_mean": round(float(np.mean(para)), 4),
+           "near_miss_states": len(far),
+           "true_instruction_on_them": round(float(score_rows(
+               model, data, far, data.instruction, firsts[far]).mean()), 4),
+           "near_miss_mean": {k: round(float(np.mean(v)), 4) for k, v in near.items()},
+           "near_miss_max": round(max(max(v) for v in near.values()), 4)}
+    if model.start_context:  # reversed expert clips: the clip's own first frame as start
+        vocs, means = [], []
+        for e in data.episodes:
+            if e["kind"] != "expert":
+                continue
+            ep = np.arange(e["start"], e["start"] + e["length"])
+            hit = np.flatnonzero(data.success[ep])
+            ep = ep[:int(hit[0]) + 1] if len(hit) else ep
+            back = ep[::-1]
+            p = score_rows(model, data, back, data.instruction, np.full(len(back), back[0]))
+            vocs.append(voc(p))
+            means.append(float(p.mean()))
+        # a rank statistic: a reversed clip scored near 0 throughout, slightly falling,
+        # still has VOC near -1; the mean says how much progress the model sees in it
+        out["reversed_voc_with_context"] = round(float(np.mean(vocs)), 4)
+        out["reversed_mean_progress_with_context"] = round(float(np.mean(means)), 4)
+    out["targets"] = {"pearson>=0.9": out["pearson"] >= 0.9,
+                      "step_delta>=0.6": out["step_delta_pearson"] >= 0.6,
+                      "paraphrase<=0.1": out["paraphrase_abs_change_mean"] <= 0.1,
+                      "near_miss<=0.3": out["near_miss_max"] <= 0.3}
+    return out
+
+
+def policy_states(task: str, prms: list[Path], policy: Path, stages: int, episodes: int,
+                  noise: float, seed: int, quick: bool) -> dict:
+    """Fresh rollouts of ``policy``'s checkpoints scored by every PRM of ``prms``."""
+    from embodied.reward.prm.data import DataConfig, load_frames, save_frames, simulate
+    from embodied.reward.prm.text import paraphrase
+
+    folder = bench_root(quick) / "policy_states" / f"{task}_{policy.name}_seed{seed}"
+    if (folder / "meta.json").is_file():
+        data = load_frames(folder)
+    else:
+        data = simulate(DataConfig(task=task, episodes=16, expert_fraction=1.0,
+                                   noisy_fraction=0.0, seed=seed, policies=[
+                                       {"checkpoint": str(policy), "stages": stages,
+                                        "episodes": episodes, "noise": noise}]))
+        save_frames(data, folder)
+    rng = np.random.default_rng(seed)
+    paraphrases = list(dict.fromkeys(paraphrase(data.instruction, rng, held_out=True)
+                                     for _ in range(4)))
+    return {"policy": str(policy), "stages": stages, "episodes_per_stage": episodes,
+            "action_noise": noise, "seed": seed, "data": str(folder),
+            "prms": {p.name: policy_state_quality(p, data, paraphrases) for p in prms},
+            "load_avg_1min": round(os.getloadavg()[0], 2),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 
 
 def main() -> None:
@@ -133,10 +268,56 @@ def main() -> None:
                    "budget from the run folders instead of training them again")
     p.add_argument("--budget", type=int, default=None,
                    help=f"env steps per arm (default per task: {BUDGETS})")
+    p.add_argument("--shaping-scale", type=float, default=None,
+                   help="reward.prm_weight of the shaped arms (default: the config's)")
+    p.add_argument("--arm", action="append", choices=list(ARMS), default=None,
+                   help="run only these arms (repeatable)")
+    p.add_argument("--policy-states", action="store_true",
+                   help="measure PRMs on PPO policy states instead (see the module doc)")
+    p.add_argument("--prm", action="append", type=Path, default=None,
+                   help="--policy-states: a PRM run folder (repeatable)")
+    p.add_argument("--eval-policy", type=Path, default=None,
+                   help="--policy-states: a run folder of `embodied train` to roll out")
+    p.add_argument("--stages", type=int, default=4)
+    p.add_argument("--episodes", type=int, default=16, help="episodes per stage")
+    p.add_argument("--noise", type=float, default=0.2, help="action noise std")
+    p.add_argument("--eval-seed", type=int, default=101)
+    p.add_argument("--label", default="", help="an exploratory run: runs, plot and JSON "
+                   "under <runs>/rl_<label>/, the benchmark's result file untouched")
     args = p.parse_args()
+    if args.policy_states:
+        task = (args.task or [RL_TASKS[0]])[0]
+        name = f"{task}_policy_states"
+        figures = {name: policy_states(task, args.prm or [prm_dir(task, args.quick)],
+                                       args.eval_policy, args.stages, args.episodes,
+                                       args.noise, args.eval_seed, args.quick)}
+        write_result("reward_rl", args.quick,
+                     merge_sections("reward_rl", args.quick, figures, [name]))
+        return
+    if args.shaping_scale is not None:
+        for arm in ("prm_shaped", "sim_progress_shaped", "sim_progress_distilled"):
+            ARMS[arm] = [*ARMS[arm], f"reward.prm_weight={args.shaping_scale}"]
+    if args.arm:
+        for arm in set(ARMS) - set(args.arm):
+            del ARMS[arm]
     tasks = args.task or ([RL_TASKS[0]] if args.quick else list(RL_TASKS))
-    figures = {task: experiment(task, args.quick, args.budget, args.seeds, args.reuse_runs)
-               for task in tasks}
+    prm = args.prm[0] if args.prm else None
+    previous = RESULTS / f"reward_rl{'.quick' if args.quick else ''}.json"
+    earlier = json.loads(previous.read_text()) if previous.is_file() else {}
+    figures = {}
+    for task in tasks:
+        kept = None
+        if args.arm and not args.label and task in earlier:  # the arms not rerun stay
+            date = earlier[task].get("date", earlier.get("date", ""))
+            kept = {name: {**arm, "ran": arm.get("ran", date)}
+                    for name, arm in earlier[task]["arms"].items() if name not in ARMS}
+        figures[task] = experiment(task, args.quick, args.budget, args.seeds,
+                                   args.reuse_runs, prm, args.label, kept)
+    if args.label:
+        path = bench_root(args.quick) / f"rl_{args.label}" / "reward_rl.json"
+        path.write_text(json.dumps(figures, indent=2) + "\n")
+        print(f"results: {path}")
+        return
     if args.task:
         figures = merge_sections("reward_rl", args.quick, figures, tasks)
     write_result("reward_rl", args.quick, figures)

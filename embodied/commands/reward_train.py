@@ -19,7 +19,7 @@ from embodied import distributed
 from embodied.commands.registry import command
 from embodied.config import save_config
 from embodied.reward.prm.checkpoint import CHECKPOINT_NAME, save_prm
-from embodied.reward.prm.data import DataConfig, load_or_simulate
+from embodied.reward.prm.data import DataConfig, load_or_simulate, policy_sources
 from embodied.reward.prm.evaluate import evaluate, fit_success_calibration, print_metrics
 from embodied.reward.prm.model import LearnedPRM
 from embodied.reward.prm.network import PRMConfig
@@ -36,6 +36,9 @@ def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
     main = distributed.is_main()
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True)
     path = data_cfg.pop("path")
+    model_kw = OmegaConf.to_container(cfg.model, resolve=True)
+    PRMConfig(**model_kw)  # bad model settings fail before minutes of simulation
+    policy_sources(data_cfg["policies"])  # and so do missing policy checkpoints
     start = time.perf_counter()
     if main:
         save_config(OmegaConf.merge(cfg, {"run_dir": str(run_dir)}), run_dir)
@@ -51,8 +54,7 @@ def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
     sim_s = time.perf_counter() - start
     print(f"dataset {path}: {len(data.progress)} states of {len(data.episodes)} episodes "
           f"({sim_s:.0f} s)", flush=True)
-    model_cfg = PRMConfig(cameras=data.cameras, **OmegaConf.to_container(cfg.model,
-                                                                          resolve=True))
+    model_cfg = PRMConfig(cameras=data.cameras, **model_kw)
     net, stats = train_prm(data, model_cfg, TrainConfig(**OmegaConf.to_container(
         cfg.train, resolve=True)))
     if not main:

@@ -15,8 +15,17 @@ from (``scoring``):
   steps; a small MLP on the policy's own observations learns to predict those scores
   (regression, trained online) and gives the potential of every env at every step
   and of terminal observations (``info["final_obs"]``), without rendering them (the
-  way ONI distils LLM feedback into an intrinsic reward network). The potential then
-  drifts while the MLP learns: shaping is exactly potential-based only for a fixed MLP.
+  way ONI distils LLM feedback into an intrinsic reward network). The potential is a
+  frozen copy of that MLP, refreshed every ``refresh_every`` env steps (PPO's rollout
+  length): within a rollout every transition is shaped by one fixed potential, so the
+  shaping is exactly potential-based there; the learning MLP changes it only between
+  rollouts. A state model (``sim_progress``) can be distilled the same way: the
+  simulator's progress of the labelled envs then takes the place of the reward
+  model's scores, which is the control that tells distillation error from model error.
+- a PRM with temporal context (``start_context``) also reads the views of each env's
+  first state: they are rendered at every episode start (of the envs that began an
+  episode) and kept, and handed to the model as the cameras ``<camera>@start`` beside
+  the current views (a terminal frame with the start of its own episode).
 - episode models (``embodied.reward.episodic``: RoboReward, GRM, SARM-style) read each
   env's episode so far: ``direct`` only; every scored row carries its env id, and a
   finished env's terminal frames are scored before its episode is ended, so its new
@@ -27,6 +36,7 @@ Time per part (``timing``): physics (the wrapped env's step), render, model, dis
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +64,7 @@ class DistillConfig:
     updates: int = 4              # gradient steps per labelling step
     batch_size: int = 256
     buffer_size: int = 50_000
+    refresh_every: int = 32       # env steps between copies of the MLP into the potential
 
 
 class ProgressMLP(nn.Module):
@@ -78,7 +89,11 @@ class Distiller:
 
     def __init__(self, obs_dim: int, cfg: DistillConfig, seed: int = 0) -> None:
         self.cfg = cfg
+        if cfg.refresh_every < 1:
+            raise ValueError(f"distill.refresh_every must be >= 1 env step, got "
+                             f"{cfg.refresh_every}")
         self.mlp = ProgressMLP(obs_dim, cfg.hidden)
+        self.potential = copy.deepcopy(self.mlp).requires_grad_(False)
         self.opt = torch.optim.Adam(self.mlp.parameters(), lr=cfg.learning_rate)
         self.obs = torch.zeros(cfg.buffer_size, obs_dim)
         self.target = torch.zeros(cfg.buffer_size)
@@ -105,10 +120,17 @@ class Distiller:
                 self.opt.step()
             self.last_loss = loss.item()
 
+    def refresh(self) -> None:
+        """Copy the learning MLP into the potential (call between rollouts only)."""
+        self.potential.load_state_dict(self.mlp.state_dict())
+
     @torch.no_grad()
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
-        """The MLP's progress [B] in [0, 1] for ``obs`` [B, obs_dim] (no gradient)."""
-        return self.mlp(obs.float())
+        """The potential's progress [B] in [0, 1] for ``obs`` [B, obs_dim] (no gradient).
+
+        The frozen copy, not the MLP being fitted: it changes only at ``refresh``.
+        """
+        return self.potential(obs.float())
 
 
 class RewardEnv:
@@ -137,10 +159,13 @@ class RewardEnv:
         self.height, self.width = height or size[0], width or size[1]
         self.instruction = instruction or env.instruction
         self.distiller = None
-        if self.frames and scoring == "distilled":
+        if mixer.needs_progress and scoring == "distilled" and not self.episodic:
             self.distiller = Distiller(env.obs_dim, distill or DistillConfig(), seed)
         elif self.frames:
             env.request_final_frames(self.cameras, self.width, self.height)
+        self.start_context = bool(self.frames and getattr(model, "start_context", False))
+        self.start_frames: torch.Tensor | None = None  # [N, V, H, W, 3] of each env's start
+        self._final_start: torch.Tensor | None = None  # the finished envs' starts
         self.gen = torch.Generator().manual_seed(seed)
         self.timing = {"physics": 0.0, "render": 0.0, "model": 0.0, "distill": 0.0}
         self.frames_scored = 0
@@ -157,18 +182,38 @@ class RewardEnv:
         return getattr(self.env, name)
 
     # ---------------------------------------------------------------- scoring
+    def _render(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        t = time.perf_counter()
+        frames = self.env.render(self.cameras, env_ids=env_ids, width=self.width,
+                                 height=self.height)
+        self.timing["render"] += time.perf_counter() - t
+        return frames
+
+    def _new_starts(self, env_ids: torch.Tensor | None = None) -> None:
+        """Render and keep the first views of the envs that just began an episode."""
+        frames = self._render(env_ids)
+        if env_ids is None or self.start_frames is None:
+            self.start_frames = frames.clone()
+        else:
+            self._final_start = self.start_frames[env_ids].clone()
+            self.start_frames[env_ids] = frames
+
     def _score_frames(self, env_ids: torch.Tensor | None = None,
                       frames: torch.Tensor | None = None) -> torch.Tensor:
+        final = frames is not None  # terminal frames of the envs that just finished
         if frames is None:
-            t = time.perf_counter()
-            frames = self.env.render(self.cameras, env_ids=env_ids, width=self.width,
-                                     height=self.height)
-            self.timing["render"] += time.perf_counter() - t
+            frames = self._render(env_ids)
+        cameras = self.cameras
+        if self.start_context and self.start_frames is not None:
+            start = (self._final_start if final else self.start_frames if env_ids is None
+                     else self.start_frames[env_ids])
+            frames = torch.cat([frames, start], dim=1)
+            cameras = [*self.cameras, *(f"{c}@start" for c in self.cameras)]
         t = time.perf_counter()
         kwargs = {}
         if self.episodic:  # which env each row is: the model continues its episode
             kwargs["env_ids"] = (torch.arange(frames.shape[0]) if env_ids is None else env_ids)
-        progress = self.model.score(frames, self.instruction, cameras=self.cameras,
+        progress = self.model.score(frames, self.instruction, cameras=cameras,
                                     **kwargs).progress
         self.timing["model"] += time.perf_counter() - t
         self.frames_scored += frames.shape[0] * frames.shape[1]
@@ -181,7 +226,10 @@ class RewardEnv:
         """Distilled mode: score a random subset of envs and fit the MLP on them."""
         k = min(self.distiller.cfg.label_envs, self.env.num_envs)
         ids = torch.randperm(self.env.num_envs, generator=self.gen)[:k].sort().values
-        progress = self._score_frames(ids)
+        if self.model.requires_state:  # the control: the simulator's progress, distilled
+            progress = self._score_state(self._current_state())[ids]
+        else:
+            progress = self._score_frames(ids)
         self._track("model", progress, ids)
         t = time.perf_counter()
         self._track("distilled", self.distiller(obs[ids]), ids)
@@ -203,13 +251,17 @@ class RewardEnv:
         self.timing["distill"] += time.perf_counter() - t
         return phi
 
+    def _current_state(self) -> dict[str, torch.Tensor]:
+        """Progress and success of the envs' current states (after any auto-reset)."""
+        return {"progress": self.env.task.progress().float(), "success": self.env.task.success()}
+
     def _phi_reset(self, obs: torch.Tensor) -> torch.Tensor:
-        if self.model.requires_state:
-            return self._score_state({"progress": self.env.task.progress().float(),
-                                      "success": self.env.task.success()})
         if self.distiller is not None:
             self._label(obs)
+            self.distiller.refresh()
             return self._distilled(obs)
+        if self.model.requires_state:
+            return self._score_state(self._current_state())
         return self._score_frames()
 
     # --------------------------------------------------------------- protocol
@@ -219,6 +271,8 @@ class RewardEnv:
         self._t = 0
         if self.episodic:
             self.model.end_episodes()
+        if self.start_context:
+            self._new_starts()
         if self.mixer.needs_progress:
             self.phi = self._phi_reset(obs)
             self.mixer.reset(self.phi)
@@ -235,11 +289,16 @@ class RewardEnv:
         self.steps += 1
         phi_obs = phi_final = None
         if self.mixer.needs_progress:
-            phi_obs, phi_final = self._potentials(obs, info)
-            if self.distiller is not None and self._prev_obs is not None:
-                # phi(s) by the same (just updated) MLP as phi(s'): otherwise every MLP
-                # update would leak into the shaping term as noise
+            if (self.distiller is not None and self._t > 1
+                    and (self._t - 1) % self.distiller.cfg.refresh_every == 0):
+                # a new rollout: the potential takes the MLP's latest fit, and phi(s) of
+                # its first transition is recomputed by it, so phi(s) and phi(s') of every
+                # transition come from one function
+                self.distiller.refresh()
                 self.mixer.shaping.phi = self._distilled(self._prev_obs)
+            if self.start_context and info.get("done_ids") is not None:
+                self._new_starts(info["done_ids"])
+            phi_obs, phi_final = self._potentials(obs, info)
             self.phi = phi_obs
         self._prev_obs = obs
         info["env_reward"] = reward
@@ -252,7 +311,7 @@ class RewardEnv:
                     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """phi of the returned observations and of the terminal states of finished envs."""
         ids = info.get("done_ids")
-        if self.model.requires_state:  # info["progress"]: the pre-reset (terminal) states
+        if self.model.requires_state and self.distiller is None:  # info: terminal states
             final = self._score_state(info)
             phi = final.clone()
             if ids is not None:
@@ -293,8 +352,26 @@ class RewardEnv:
                 "frames_scored": self.frames_scored,
                 "potential_vs_sim_pearson": self.potential_quality(),
                 "env_steps": self.steps * self.env.num_envs,
-                "scoring": self.scoring if self.frames else
-                ("state" if self.mixer.needs_progress else "none")}
+                "scoring": self.scoring_kind(), "shaping": self.shaping_settings()}
+
+    def scoring_kind(self) -> str:
+        """direct | distilled (a frame model's scores) | state | state-distilled | none."""
+        if not self.mixer.needs_progress:
+            return "none"
+        if self.frames:
+            return self.scoring
+        return "state-distilled" if self.distiller is not None else "state"
+
+    def shaping_settings(self) -> dict[str, Any]:
+        """The reward's scale and shaping settings, as the run used them."""
+        out: dict[str, Any] = {"mode": self.mixer.mode,
+                               "sparse_weight": self.mixer.sparse_weight,
+                               "prm_weight": self.mixer.prm_weight,
+                               "gamma": self.mixer.shaping.gamma,
+                               "terminal_potential": self.mixer.shaping.terminal_potential}
+        if self.distiller is not None:
+            out["potential_refresh_every"] = self.distiller.cfg.refresh_every
+        return out
 
     def potential_quality(self) -> dict[str, float | None]:
         """Correlations of the scores with the simulator's progress.

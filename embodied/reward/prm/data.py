@@ -1,9 +1,12 @@
 """Training data for the learned PRM: simulated multi-view episodes with progress labels.
 
-Episodes come from the task's scripted expert (near-clean and noisy) and from failed
-rollouts (smoothed random joint targets), each with every camera view rendered every
-``stride`` control steps and the task's privileged progress and success at the same
-states. Episodes are split into train and held-out (``val``) by episode, never by frame.
+Episodes come from the task's scripted expert (near-clean and noisy), from failed
+rollouts (smoothed random joint targets) and, optionally, from given policies
+(``policies``: PPO checkpoints at several stages of training, with action noise, or
+uniformly random actions), so the model also sees the states an RL policy visits. Each
+has every camera view rendered every ``stride`` control steps and the task's privileged
+progress and success at the same states. Episodes are split into train and held-out
+(``val``) by episode, never by frame.
 
 On-disk format (a folder, version ``FORMAT_VERSION``; written by :func:`save_frames`,
 read by :func:`load_frames`):
@@ -11,8 +14,9 @@ read by :func:`load_frames`):
 - ``meta.json``: ``format``, ``version``, ``task``, ``instruction``, ``cameras`` (the
   view order), ``height``, ``width``, ``stride``, ``counterfactual_instructions`` and
   ``episodes``: one record per episode with ``index``, ``split`` (train | val), ``kind``
-  (expert | noisy | failed), ``noise``, ``start`` and ``length`` (its rows in the
-  arrays below) and ``success`` (it succeeded at some recorded state).
+  (expert | noisy | failed | policy), ``noise``, ``start`` and ``length`` (its rows in
+  the arrays below), ``success`` (it succeeded at some recorded state) and, for kind
+  policy, ``policy`` (the checkpoint file, or ``random``).
 - ``frames.npy``: uint8 [N, V, H, W, 3], row i the V views of one state (memory-mappable
   with ``np.load(..., mmap_mode="r")``). Rows of an episode are contiguous and in time
   order.
@@ -26,6 +30,7 @@ dataset serves any K.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +67,49 @@ class DataConfig:
     # Visual randomisation of the frames (sim.visual.VisualRandomization settings as a
     # mapping); None: frames as the scene is built.
     visual: dict[str, Any] | None = None
+    # Rollouts of given policies, beside the episodes above. Each entry: ``checkpoint``
+    # (a checkpoint file of `embodied train`, a run folder: ``stages`` of its checkpoints
+    # spread over training, or ``random``: uniform random actions), ``episodes`` per
+    # checkpoint, ``noise`` (std of Gaussian noise added to the deterministic actions).
+    policies: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PolicySource:
+    """One policy whose rollouts become training data."""
+
+    checkpoint: str        # a checkpoint file, or "random"
+    episodes: int
+    noise: float = 0.0
+
+
+def policy_sources(entries: list[dict[str, Any]]) -> list[PolicySource]:
+    """``DataConfig.policies`` with run folders expanded into checkpoints of several stages.
+
+    Raises ``FileNotFoundError`` / ``ValueError`` naming the entry and the fix.
+    """
+    out = []
+    for entry in entries:
+        unknown = set(entry) - {"checkpoint", "episodes", "noise", "stages"}
+        if unknown or "checkpoint" not in entry:
+            raise ValueError(f"data.policies entry {dict(entry)}: give checkpoint (a file, a "
+                             "run folder or random), episodes, and optionally noise, stages")
+        ckpt, episodes = str(entry["checkpoint"]), int(entry.get("episodes", 16))
+        noise, stages = float(entry.get("noise", 0.0)), int(entry.get("stages", 4))
+        if episodes < 1 or noise < 0 or stages < 1:
+            raise ValueError(f"data.policies entry {dict(entry)}: episodes and stages must be "
+                             ">= 1 and noise >= 0")
+        if ckpt == "random":
+            out.append(PolicySource("random", episodes, noise))
+            continue
+        path = Path(ckpt)
+        files = sorted(path.glob("checkpoints/model_*.pt")) if path.is_dir() else [path]
+        if not files or not files[0].is_file():
+            raise FileNotFoundError(f"data.policies: no checkpoint at {ckpt}; pass a checkpoint "
+                                    "file or run folder of `embodied train`, or random")
+        picks = np.unique(np.linspace(0, len(files) - 1, min(stages, len(files))).round())
+        out += [PolicySource(str(files[int(i)]), episodes, noise) for i in picks]
+    return out
 
 
 @dataclass
@@ -103,14 +151,53 @@ class FrameDataset:
                 if (split is None or e["split"] == split) and (kinds is None or e["kind"] in kinds)]
 
 
-def _kinds(cfg: DataConfig) -> list[tuple[str, float]]:
-    """(kind, noise) of every batch of ``batch_envs`` episodes."""
+def _kinds(cfg: DataConfig) -> list[tuple[str, float, str | None]]:
+    """(kind, noise, policy checkpoint) of every batch of ``batch_envs`` episodes."""
     batches = max(1, round(cfg.episodes / cfg.batch_envs))
     n_expert = max(1, round(batches * cfg.expert_fraction))
     n_noisy = min(batches - n_expert, round(batches * cfg.noisy_fraction))
     n_failed = batches - n_expert - n_noisy
-    return ([("expert", cfg.expert_noise)] * n_expert + [("noisy", cfg.noisy_noise)] * n_noisy
-            + [("failed", cfg.random_scale)] * n_failed)
+    none: str | None = None
+    out = ([("expert", cfg.expert_noise, none)] * n_expert
+           + [("noisy", cfg.noisy_noise, none)] * n_noisy
+           + [("failed", cfg.random_scale, none)] * n_failed)
+    for src in policy_sources(cfg.policies):
+        out += [("policy", src.noise, src.checkpoint)] * max(1, round(src.episodes
+                                                                      / cfg.batch_envs))
+    return out
+
+
+Policy = Callable[[torch.Tensor], torch.Tensor]
+
+
+def rollout_policy(env: Any, kind: str, noise: float, checkpoint: str | None,
+                   seed: int) -> Policy:
+    """Observations -> actions of one batch of episodes of ``kind`` (see ``DataConfig``)."""
+    gen = torch.Generator().manual_seed(seed)
+    if kind == "failed":
+        targets = _RandomTargets(env.num_envs, env.action_dim, noise, seed)
+        return lambda obs: targets()
+    if kind != "policy":
+        from sim.experts import make_expert
+
+        expert = make_expert(env, noise=noise, seed=seed)
+        return lambda obs: expert()
+    if checkpoint is None or checkpoint == "random":
+        return lambda obs: torch.rand(obs.shape[0], env.action_dim, generator=gen) * 2 - 1
+    from embodied.export import load_checkpoint_policy
+
+    net = load_checkpoint_policy(checkpoint)[0]
+    if net.actor[0].in_features != env.obs_dim:
+        raise ValueError(f"data.policies: {checkpoint} takes {net.actor[0].in_features} "
+                         f"observations, task {env.task.name} gives {env.obs_dim}; pass a "
+                         "checkpoint trained on this task")
+
+    @torch.no_grad()
+    def act(obs: torch.Tensor) -> torch.Tensor:
+        action = net(obs.float())
+        return action + noise * torch.randn(action.shape, generator=gen)
+
+    return act
 
 
 class _RandomTargets:
@@ -132,7 +219,6 @@ def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
     from tqdm import tqdm
 
     from sim import make_env
-    from sim.experts import make_expert
     from sim.tasks import get_task_class, task_names
 
     extra: dict[str, Any] = ({} if cfg.episode_length_s is None
@@ -147,12 +233,11 @@ def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
     row = 0
     try:
         batches = _kinds(cfg)
-        for b, (kind, noise) in enumerate(tqdm(batches, desc="simulate", disable=not
-                                               progress_bar)):
+        for b, (kind, noise, checkpoint) in enumerate(tqdm(batches, desc="simulate",
+                                                           disable=not progress_bar)):
             seed = cfg.seed * 1000 + b
-            env.reset(seed=seed)
-            policy = (_RandomTargets(env.num_envs, env.action_dim, noise, seed)
-                      if kind == "failed" else make_expert(env, noise=noise, seed=seed))
+            obs = env.reset(seed=seed)
+            policy = rollout_policy(env, kind, noise, checkpoint, seed)
             active = torch.ones(env.num_envs, dtype=torch.bool)
             recs: list[list[tuple]] = [[] for _ in range(env.num_envs)]
             for t in range(env.max_episode_steps):
@@ -164,7 +249,7 @@ def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
                     ok = env.task.success()[ids].numpy()
                     for j, i in enumerate(ids.tolist()):
                         recs[i].append((views[j], t, prog[j], ok[j]))
-                _, _, terminated, truncated, _ = env.step(policy())
+                obs, _, terminated, truncated, _ = env.step(policy(obs))
                 active &= ~(terminated | truncated)
                 if not active.any():
                     break
@@ -178,7 +263,8 @@ def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
                 episode.append(np.full(n, index, dtype=np.int32))
                 episodes.append({"index": index, "kind": kind, "noise": float(noise),
                                  "start": row, "length": n,
-                                 "success": bool(success[-1].any())})
+                                 "success": bool(success[-1].any())}
+                                | ({"policy": checkpoint} if kind == "policy" else {}))
                 row += n
     finally:
         env.close()

@@ -91,3 +91,72 @@ def counterfactual_instructions(instruction: str, others: Sequence[str]) -> list
             seen.add(key)
             out.append(text)
     return out
+
+
+# Near-miss instructions: the task's own sentence with one detail changed, so it names a
+# colour, an object or a relation the scene does not show (its progress is 0).
+COLOURS: tuple[str, ...] = ("red", "green", "blue", "yellow", "orange", "purple")
+OBJECTS: dict[str, str] = {"ball": "cube", "cube": "ball", "sphere": "block",
+                           "block": "sphere", "target": "bowl", "goal": "drawer"}
+RELATIONS: dict[str, str] = {"to": "away from", "into": "out of", "onto": "off",
+                             "on": "off"}
+
+
+def near_miss_instructions(instruction: str) -> dict[str, list[str]]:
+    """Instructions one detail away from ``instruction``, by kind of change.
+
+    ``colour``: one named colour replaced by another (absent from the sentence);
+    ``object``: one object noun replaced by another object; ``relation``: one spatial
+    relation replaced by its opposite. A kind without a word to change is empty.
+    """
+    words = instruction.split()
+    lower = [w.lower() for w in words]
+
+    def swapped(i: int, new: str) -> str:
+        return " ".join([*words[:i], new, *words[i + 1:]])
+
+    out: dict[str, list[str]] = {"colour": [], "object": [], "relation": []}
+    for i, w in enumerate(lower):
+        if w in COLOURS:
+            out["colour"] += [swapped(i, c) for c in COLOURS if c not in lower][:2]
+        if w in OBJECTS:
+            out["object"].append(swapped(i, OBJECTS[w]))
+        if w in RELATIONS:
+            out["relation"].append(swapped(i, RELATIONS[w]))
+    return out
+
+
+def relative_progress(progress: np.ndarray, start_progress: np.ndarray) -> np.ndarray:
+    """Share of the way left at a start state that the current state has covered.
+
+    ``(p - p_start) / (1 - p_start)`` clamped to [0, 1]: the progress of a clip that
+    begins at the start state. A clip played backwards (the start later in the episode
+    than the current state) has made no progress: 0.
+    """
+    p, p0 = np.asarray(progress, np.float32), np.asarray(start_progress, np.float32)
+    return np.clip((p - p0) / np.maximum(1.0 - p0, 0.05), 0.0, 1.0).astype(np.float32)
+
+
+def context_starts(rows: np.ndarray, first: np.ndarray, last: np.ndarray,
+                   progress: np.ndarray, shift_prob: float, reverse_prob: float,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The start state shown with each row, and the progress target under that start.
+
+    ``rows`` are dataset rows; ``first`` / ``last`` [N] the first and last row of each
+    row's episode; ``progress`` [N] the simulator's progress of every row. By default the
+    start is the episode's first state and the target the row's own progress. With
+    probability ``shift_prob`` the start is an earlier state of the episode (a clip that
+    begins mid-way), with ``reverse_prob`` a later one (the clip played backwards, a
+    reversed-clip negative); their targets are ``relative_progress`` from that start.
+    """
+    rows = np.asarray(rows)
+    lo, hi = first[rows], last[rows]
+    start, target = lo.copy(), progress[rows].astype(np.float32).copy()
+    draw = rng.random(len(rows))
+    shift = draw < shift_prob
+    reverse = (draw >= shift_prob) & (draw < shift_prob + reverse_prob) & (rows < hi)
+    start[shift] = rng.integers(lo[shift], rows[shift] + 1)
+    start[reverse] = rng.integers(rows[reverse] + 1, hi[reverse] + 1)
+    moved = shift | reverse
+    target[moved] = relative_progress(progress[rows[moved]], progress[start[moved]])
+    return start, target

@@ -3,6 +3,11 @@
 Views are matched to the network's camera slots by name. A camera the frames do not
 have counts as a missing view and is left out of the fusion (the network was trained
 with view dropout for this); at least one of its cameras must be present.
+
+A PRM trained with temporal context (``context: start``) also reads the views of the
+episode's first state, passed as extra cameras named ``<camera>@start``
+(``start_slots``; ``start_context`` is True). Without them it scores the current state
+alone.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ class LearnedPRM(RewardModel):
         self.device = resolve_device(device)
         self.net, self.info = load_prm(checkpoint, self.device)
         self.predict = make_scorer(self.net)  # embodied/reward/prm/inference.py
-        self.model_cameras = tuple(self.net.cfg.cameras)
+        self.model_cameras = tuple(self.net.slots)
+        self.start_context = self.net.cfg.context == "start"
         self.camera_names = None  # matched by name in _select_views (missing views allowed)
         size = self.net.cfg.image_size
         self.image_size = (size, size)
@@ -48,6 +54,9 @@ class LearnedPRM(RewardModel):
     def _select_views(self, frames: torch.Tensor, cameras: Sequence[str] | None) -> torch.Tensor:
         """Frames in the network's camera order; absent cameras become masked slots."""
         want, v = self.model_cameras, frames.shape[1]
+        if self.start_context and (cameras is None or not set(want[len(want) // 2:])
+                                   & set(cameras)):
+            want = want[:len(want) // 2]  # no start views given: the current state alone
         if cameras is None:
             if v != len(want):
                 raise ValueError(f"the PRM expects the cameras {list(want)} but got {v} "

@@ -8,6 +8,12 @@
 
 A missing view (``present[b, v] = False``) is left out of the mean; training drops
 views at random (``view_dropout``) so every subset of cameras gives sensible scores.
+
+Temporal context (``context: start``): the views of the episode's first state follow
+the current views as extra slots (named ``<camera>@start``, ``start_slots``), averaged
+on their own and given to the head beside the current state's, so progress can be
+judged against where the episode began and its direction is visible. Without them
+(all start slots absent) the model scores the current state alone.
 The per-view encoder is a small CNN trained from scratch (``encoder: cnn``) or a
 pretrained vision tower loaded with transformers from a local path or hub id
 (``encoder: hf``, frozen by default).
@@ -42,6 +48,30 @@ class PRMConfig:
     dim: int = 128
     text: str = "minilm"           # minilm | learned
     view_dropout: float = 0.25
+    context: str = "none"          # none | start (the episode's first views as extra slots)
+
+    def __post_init__(self) -> None:
+        """Reject unknown choices with the valid ones named."""
+        if self.context not in ("none", "start"):
+            raise ValueError(f"model.context must be 'none' or 'start', got '{self.context}'")
+        if self.encoder not in ("cnn", "hf"):
+            raise ValueError(f"model.encoder must be 'cnn' or 'hf', got '{self.encoder}'")
+
+
+START_SUFFIX = "@start"
+
+
+def start_slots(cameras: list[str]) -> list[str]:
+    """Slot names of the episode's first views of ``cameras`` (``front`` -> ``front@start``)."""
+    return [f"{c}{START_SUFFIX}" for c in cameras]
+
+
+def masked_mean(feats: torch.Tensor, present: torch.Tensor | None) -> torch.Tensor:
+    """Mean over dim 1 of ``feats`` [B, V, F] of the ``present`` [B, V] rows (0 if none)."""
+    if present is None:
+        return feats.mean(1)
+    weight = present.to(feats.dtype).unsqueeze(-1)
+    return (feats * weight).sum(1) / weight.sum(1).clamp_min(1.0)
 
 
 class ConvEncoder(nn.Module):
@@ -133,11 +163,18 @@ class MultiViewPRM(nn.Module):
             self.encoder = HFVisionEncoder(cfg.vision_model, cfg.dim, cfg.freeze_vision)
         else:
             raise ValueError(f"encoder must be 'cnn' or 'hf', got '{cfg.encoder}'")
-        self.view_embedding = nn.Parameter(torch.zeros(len(cfg.cameras), cfg.dim))
+        self.view_embedding = nn.Parameter(torch.zeros(len(self.slots), cfg.dim))
         self.text = InstructionEncoder(cfg.text, cfg.dim)
-        self.head = nn.Sequential(nn.Linear(3 * cfg.dim, 256), nn.ReLU(inplace=True),
+        inputs = (4 if cfg.context == "start" else 3) * cfg.dim
+        self.head = nn.Sequential(nn.Linear(inputs, 256), nn.ReLU(inplace=True),
                                   nn.Linear(256, 128), nn.ReLU(inplace=True),
                                   nn.Linear(128, cfg.num_bins + 1))
+
+    @property
+    def slots(self) -> list[str]:
+        """The view slots in input order: the cameras, then (context start) their starts."""
+        cams = list(self.cfg.cameras)
+        return cams + start_slots(cams) if self.cfg.context == "start" else cams
 
     def prepare(self, frames: torch.Tensor) -> torch.Tensor:
         """uint8 [B, V, H, W, 3] -> float [B*V, 3, S, S] in [0, 1] (cnn: resized to S)."""
@@ -150,7 +187,7 @@ class MultiViewPRM(nn.Module):
 
     def forward(self, frames: torch.Tensor, instructions: list[str],
                 present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """``frames`` uint8 [B, V, H, W, 3] in ``cfg.cameras`` order; ``present`` bool [B, V]."""
+        """``frames`` uint8 [B, V, H, W, 3] in ``slots`` order; ``present`` bool [B, V]."""
         b, v = frames.shape[:2]
         out = self.fuse(self.encoder(self.prepare(frames)).view(b, v, -1), instructions, present)
         return out[:, :-1], out[:, -1]
@@ -160,16 +197,23 @@ class MultiViewPRM(nn.Module):
         """Per-view features [B, V, F] -> head outputs [B, bins + 1].
 
         Outputs are the progress logits, then the success logit. Views are tagged and averaged (only
-        the ``present`` ones) and joined with the instruction embedding.
+        the ``present`` ones; the start slots on their own, zero if none is present) and
+        joined with the instruction embedding. ``feats`` may hold only the current views
+        (V = len(cameras)): the start slots then count as absent.
         """
+        v = len(self.cfg.cameras)
         feats = feats + self.view_embedding[:feats.shape[1]]
-        if present is None:
-            fused = feats.mean(1)
-        else:
-            weight = present.to(feats.dtype).unsqueeze(-1)
-            fused = (feats * weight).sum(1) / weight.sum(1).clamp_min(1.0)
+        fused = masked_mean(feats[:, :v], None if present is None else present[:, :v])
         text = self.text(instructions)
-        return self.head(torch.cat([fused, text, fused * text], dim=-1))
+        parts = [fused, text, fused * text]
+        if self.cfg.context == "start":
+            start = torch.zeros_like(fused)
+            if feats.shape[1] > v:
+                mask = (torch.ones(feats.shape[0], v, dtype=torch.bool, device=feats.device)
+                        if present is None else present[:, v:])
+                start = masked_mean(feats[:, v:], mask)
+            parts.insert(1, start)
+        return self.head(torch.cat(parts, dim=-1))
 
     def predict(self, frames: torch.Tensor, instructions: list[str],
                 present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:

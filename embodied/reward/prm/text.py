@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -108,3 +109,39 @@ class InstructionEncoder(nn.Module):
             feats = self.bag(torch.tensor(ids, device=device),
                              torch.tensor(offsets, device=device))
         return feats[index.to(device)]
+
+
+# Paraphrases: the instruction reworded with synonyms and framings. Training draws from
+# the first ``TRAIN_VARIANTS`` of every list; the rest are held out, so a test of
+# paraphrase robustness can use wordings the model never saw.
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "move": ("bring", "take", "guide", "steer"),
+    "push": ("slide", "shove", "nudge", "move"),
+    "pick up": ("grab", "lift", "take", "grasp"),
+    "place": ("put", "set", "lay", "drop"),
+    "the gripper": ("the end effector", "the hand", "the robot's gripper", "the tool"),
+    "ball": ("sphere", "round target", "orb", "marble"),
+    "cube": ("block", "box", "cube object", "square block"),
+    "goal region": ("goal area", "target zone", "goal", "marked region"),
+    "target": ("goal", "marker", "goal marker", "target spot"),
+}
+FRAMINGS: tuple[str, ...] = ("{}", "please {}", "{} now", "your task: {}",
+                             "can you {}?", "I want you to {}", "{}, please")
+TRAIN_VARIANTS = 2
+
+
+def paraphrase(instruction: str, rng: np.random.Generator, held_out: bool = False) -> str:
+    """A random rewording of ``instruction`` (same meaning; training or held-out words).
+
+    Every phrase of ``SYNONYMS`` found in it is replaced, each with probability 1/2, by
+    one of its synonyms, and the sentence is put in one of ``FRAMINGS``. With
+    ``held_out`` the synonyms and framings come from the part training never draws.
+    """
+    text = instruction.lower().strip()
+    pick = slice(TRAIN_VARIANTS, None) if held_out else slice(0, TRAIN_VARIANTS)
+    for phrase, options in SYNONYMS.items():
+        if re.search(rf"\b{re.escape(phrase)}\b", text) and (held_out or rng.random() < 0.5):
+            choice = options[pick][int(rng.integers(len(options[pick])))]
+            text = re.sub(rf"\b{re.escape(phrase)}\b", choice, text, count=1)
+    framings = FRAMINGS[1:][pick] if held_out else FRAMINGS[:TRAIN_VARIANTS + 1]
+    return framings[int(rng.integers(len(framings)))].format(text)

@@ -8,8 +8,22 @@ Each minibatch mixes:
   near-success states are where success detection errs;
 - counterfactuals: with probability ``counterfactual_prob`` a state gets another task's
   (or an unrelated) instruction and the targets progress 0, success 0;
+- near misses: with probability ``near_miss_prob`` the task's own instruction with one
+  detail changed (another colour, another object, the opposite relation;
+  ``labels.near_miss_instructions``), also with the targets 0, 0;
+- paraphrases: with probability ``paraphrase_prob`` the true instruction is reworded
+  (``text.paraphrase``, training synonyms only), targets unchanged;
 - view dropout: every view is hidden with probability ``view_dropout`` (at least one
-  stays), so the fused score survives a missing camera.
+  stays), so the fused score survives a missing camera;
+- temporal context (a PRM with ``context: start``): every state comes with the views of
+  its episode's first state; with probability ``shift_prob`` an earlier state stands in
+  as the start, with ``reverse_prob`` a later one (a reversed clip: no progress), both
+  with the progress from that start as target (``labels.context_starts``); with
+  probability ``context_dropout`` the start views are left out, so the model also
+  scores a state alone.
+
+``kinds`` restricts training to some kinds of episodes (an ablation: e.g. without the
+policy rollouts of the same dataset).
 
 Under torchrun the network is wrapped in ``DistributedDataParallel``: every rank draws
 its own minibatches of ``batch_size`` (rank 0 with the single-process draws), so an
@@ -30,8 +44,14 @@ from torch.nn.parallel import DistributedDataParallel
 
 from embodied import distributed
 from embodied.reward.prm.data import FrameDataset
-from embodied.reward.prm.labels import temporal_clips, two_hot
+from embodied.reward.prm.labels import (
+    context_starts,
+    near_miss_instructions,
+    temporal_clips,
+    two_hot,
+)
 from embodied.reward.prm.network import MultiViewPRM, PRMConfig, view_dropout_mask
+from embodied.reward.prm.text import paraphrase
 
 
 @dataclass
@@ -43,10 +63,16 @@ class TrainConfig:
     learning_rate: float = 1e-3
     weight_decay: float = 1e-4
     counterfactual_prob: float = 0.2
+    near_miss_prob: float = 0.15
+    paraphrase_prob: float = 0.3
     clips_per_episode: int = 4
     clip_weight: float = 3.0
     success_weight: float = 1.0
     shuffle_labels: bool = False   # a control: progress labels permuted across states
+    shift_prob: float = 0.15       # context start: an earlier state as the start
+    reverse_prob: float = 0.15     # context start: a later state as the start (reversed clip)
+    context_dropout: float = 0.2   # context start: no start views
+    kinds: list[str] | None = None  # episode kinds to train on; None: all
     seed: int = 0
 
 
@@ -58,6 +84,29 @@ def sample_weights(data: FrameDataset, rows: np.ndarray, cfg: TrainConfig,
         ends = temporal_clips(data.success[ep], cfg.clips_per_episode, rng)
         weights[ep[ends]] = cfg.clip_weight
     return weights[rows] / weights[rows].sum()
+
+
+def instructions(instruction: str, others: list[str], near: list[str], n: int,
+                 cfg: TrainConfig, rng: np.random.Generator) -> tuple[list[str], np.ndarray]:
+    """The instruction of every row of a minibatch, and which rows are negatives.
+
+    Negatives (targets progress 0, success 0) get another task's instruction
+    (``counterfactual_prob``) or a near miss (``near_miss_prob``); the other rows get the
+    true instruction, reworded with probability ``paraphrase_prob``.
+    """
+    draw = rng.random(n)
+    texts, negative = [], np.zeros(n, dtype=bool)
+    for d in draw:
+        if d < cfg.counterfactual_prob:
+            texts.append(others[rng.integers(len(others))])
+        elif d < cfg.counterfactual_prob + cfg.near_miss_prob and near:
+            texts.append(near[rng.integers(len(near))])
+        else:
+            reword = rng.random() < cfg.paraphrase_prob
+            texts.append(paraphrase(instruction, rng) if reword else instruction)
+            continue
+        negative[len(texts) - 1] = True
+    return texts, negative
 
 
 def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
@@ -72,9 +121,9 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
     net = MultiViewPRM(model_cfg)
     params = [p for p in net.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-    rows = data.rows("train")
+    rows = data.rows("train", None if cfg.kinds is None else tuple(cfg.kinds))
     if len(rows) == 0:
-        raise ValueError("the dataset has no train episodes")
+        raise ValueError(f"the dataset has no train episodes of the kinds {cfg.kinds}")
     progress = data.progress.copy()
     if cfg.shuffle_labels:
         progress[rows] = progress[rng.permutation(rows)]
@@ -85,26 +134,38 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
     model = DistributedDataParallel(net, find_unused_parameters=True) \
         if distributed.init() else net
     others = list(data.meta["counterfactual_instructions"])
+    near = [t for texts in near_miss_instructions(data.instruction).values() for t in texts]
     steps_per_epoch = max(1, math.ceil(len(rows) / (cfg.batch_size
                                                     * distributed.world_size())))
     total = cfg.epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.learning_rate, total_steps=total,
                                                 pct_start=0.1)
+    first = np.array([e["start"] for e in data.episodes])[data.episode]
+    last = first + np.array([e["length"] - 1 for e in data.episodes])[data.episode]
+    context = model_cfg.context == "start"
     net.train()
     start, losses = time.perf_counter(), []
     for step in range(total):
         batch = np.sort(rng.choice(rows, size=cfg.batch_size, p=probs))  # sorted: mmap reads
         frames = torch.from_numpy(np.ascontiguousarray(data.frames[batch]))
         target_p = torch.from_numpy(progress[batch])
+        if context:
+            starts, rel = context_starts(batch, first, last, progress, cfg.shift_prob,
+                                         cfg.reverse_prob, rng)
+            frames = torch.cat([frames, torch.from_numpy(np.ascontiguousarray(
+                data.frames[starts]))], dim=1)
+            keep = torch.from_numpy(rng.random(len(batch)) >= cfg.context_dropout)
+            target_p = torch.where(keep, torch.from_numpy(rel), target_p)
         target_s = torch.from_numpy(data.success[batch].astype(np.float32))
-        texts = [data.instruction] * len(batch)
-        cf = rng.random(len(batch)) < cfg.counterfactual_prob
-        for i in np.flatnonzero(cf):
-            texts[i] = others[rng.integers(len(others))]
+        texts, cf = instructions(data.instruction, others, near, len(batch), cfg, rng)
         cf_t = torch.from_numpy(cf)
         target_p = torch.where(cf_t, 0.0, target_p)
         target_s = torch.where(cf_t, 0.0, target_s)
-        present = view_dropout_mask(len(batch), frames.shape[1], model_cfg.view_dropout, gen)
+        present = view_dropout_mask(len(batch), len(data.cameras), model_cfg.view_dropout, gen)
+        if context:
+            start_present = view_dropout_mask(len(batch), len(data.cameras),
+                                              model_cfg.view_dropout, gen) & keep[:, None]
+            present = torch.cat([present, start_present], dim=1)
         logits, success = model(frames, texts, present)
         loss_p = -(two_hot(target_p, model_cfg.num_bins) * logits.log_softmax(-1)).sum(-1).mean()
         loss_s = F.binary_cross_entropy_with_logits(success, target_s)

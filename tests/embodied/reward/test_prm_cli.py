@@ -62,3 +62,10 @@ def test_reward_train_errors_are_clear(tmp_path, capsys):
     assert main(["train", "task=panda_reach", "reward=prm",
                  f"reward.checkpoint={tmp_path / 'nothing'}", f"run_dir={tmp_path / 't'}"]) == 2
     assert "embodied reward train" in capsys.readouterr().err
+    assert main(["reward", "train", f"run_dir={tmp_path / 'p'}",
+                 f"data.policies=[{{checkpoint: {tmp_path / 'none.pt'}, episodes: 4}}]"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "no checkpoint at" in err and "Traceback" not in err
+    assert main(["reward", "train", f"run_dir={tmp_path / 'q'}",
+                 "model.context=later"]) == 2
+    assert "model.context must be 'none' or 'start'" in capsys.readouterr().err

@@ -9,9 +9,12 @@ import torch
 from embodied.reward.prm.labels import (
     UNRELATED_INSTRUCTIONS,
     bin_centers,
+    context_starts,
     counterfactual_instructions,
     expected_progress,
+    near_miss_instructions,
     progress_to_bins,
+    relative_progress,
     temporal_clips,
     two_hot,
 )
@@ -25,6 +28,8 @@ from embodied.reward.prm.metrics import (
     spearman,
     voc,
 )
+from embodied.reward.prm.text import SYNONYMS, TRAIN_VARIANTS, paraphrase
+from embodied.reward.prm.train import TrainConfig, instructions
 
 
 def test_bins_and_two_hot():
@@ -89,3 +94,63 @@ def test_progress_metrics_voc_stops_at_first_success():
     m = progress_metrics(pred, true, ok, [True], [ok[0].astype(float)])
     assert m["voc"] == pytest.approx(1.0) and m["voc_reversed"] == pytest.approx(-1.0)
     assert m["success_f1"] == 1.0 and m["success_auroc"] == 1.0
+
+
+def test_near_miss_instructions_change_one_detail():
+    reach = near_miss_instructions("move the gripper to the red ball")
+    assert reach["colour"] == ["move the gripper to the green ball",
+                               "move the gripper to the blue ball"]
+    assert reach["object"] == ["move the gripper to the red cube"]
+    assert reach["relation"] == ["move the gripper away from the red ball"]
+    push = near_miss_instructions("push the red cube into the green goal region")
+    assert "push the red cube out of the green goal region" in push["relation"]
+    assert all("red" not in t or "green" not in t for t in push["colour"])
+    assert near_miss_instructions("walk forward") == {"colour": [], "object": [],
+                                                      "relation": []}
+
+
+def test_paraphrases_keep_training_and_held_out_words_apart():
+    rng = np.random.default_rng(0)
+    text = "move the gripper to the red ball"
+    train = {paraphrase(text, rng) for _ in range(200)}
+    held = {paraphrase(text, rng, held_out=True) for _ in range(200)}
+    assert text in train and len(train) > 5 and len(held) > 5 and not train & held
+    assert all("red" in t for t in train | held)
+    # every held-out wording uses a synonym training never draws
+    unseen = [o for options in SYNONYMS.values() for o in options[TRAIN_VARIANTS:]]
+    assert all(any(o in t for o in unseen) for t in held)
+
+
+def test_minibatch_instructions_mark_the_negatives():
+    cfg = TrainConfig(counterfactual_prob=0.2, near_miss_prob=0.3, paraphrase_prob=0.5)
+    true = "move the gripper to the red ball"
+    near = [t for v in near_miss_instructions(true).values() for t in v]
+    texts, negative = instructions(true, ["open the top drawer"], near, 4000, cfg,
+                                   np.random.default_rng(0))
+    assert negative.mean() == pytest.approx(0.5, abs=0.03)
+    assert all((t in near or t == "open the top drawer") == bool(neg)
+               for t, neg in zip(texts, negative, strict=True))
+    positives = [t for t, neg in zip(texts, negative, strict=True) if not neg]
+    # reworded half the time; a rewording keeps all 3 phrases and no framing 1 time in 24
+    assert np.mean([t == true for t in positives]) == pytest.approx(0.5 + 0.5 / 24, abs=0.04)
+
+
+def test_relative_progress_and_context_starts():
+    rel = relative_progress(np.array([0.5, 0.2, 1.0, 0.9]), np.array([0.0, 0.6, 0.5, 1.0]))
+    assert rel == pytest.approx([0.5, 0.0, 1.0, 0.0])
+    # two episodes: rows 0-4 and 5-9, progress rising
+    progress = np.array([0.0, 0.2, 0.4, 0.6, 0.8, 0.0, 0.25, 0.5, 0.75, 1.0], np.float32)
+    first = np.repeat([0, 5], 5)
+    last = np.repeat([4, 9], 5)
+    rows = np.array([2, 3, 7, 8] * 500)
+    rng = np.random.default_rng(0)
+    start, target = context_starts(rows, first, last, progress, 0.0, 0.0, rng)
+    assert (start == first[rows]).all() and target == pytest.approx(progress[rows])
+    start, target = context_starts(rows, first, last, progress, 0.3, 0.3, rng)
+    assert (first[rows] <= start).all() and (start <= last[rows]).all()
+    later = start > rows
+    assert 0.25 < later.mean() < 0.35 and (target[later] == 0).all()
+    earlier = (start < rows) & (start > first[rows])
+    assert earlier.any() and (target[earlier] == relative_progress(
+        progress[rows[earlier]], progress[start[earlier]])).all()
+    assert (target[earlier] < progress[rows[earlier]]).all()

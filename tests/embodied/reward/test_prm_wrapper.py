@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
@@ -91,6 +93,62 @@ def test_direct_rewards_match_scoring_by_hand(prm):
         wrapped.close()
 
 
+@pytest.fixture(scope="module")
+def context_prm(tmp_path_factory):
+    """A random PRM with temporal context: it reads each env's first views too."""
+    torch.manual_seed(1)
+    net = MultiViewPRM(PRMConfig(image_size=32, text="learned", dim=32, context="start"))
+    with torch.no_grad():  # sharper than the near-uniform output of a fresh head
+        for layer in net.head:
+            if isinstance(layer, torch.nn.Linear):
+                layer.weight.mul_(8.0)
+    path = tmp_path_factory.mktemp("prm_ctx") / "prm.pt"
+    save_prm(path, net, {"instruction": "move the gripper to the red ball"})
+    return make_reward_model({"name": "prm", "checkpoint": str(path)})
+
+
+def test_context_prm_reads_each_episodes_first_views(context_prm):
+    env = short_env()
+    wrapped = RewardEnv(env, RewardMixer("prm+sparse", gamma=GAMMA), context_prm,
+                        scoring="direct", width=32, height=32)
+    cams = list(env.camera_names)
+    both = [*cams, *(f"{c}@start" for c in cams)]
+
+    def phi(frames, start):
+        return context_prm.score(torch.cat([frames, start], 1), env.instruction,
+                                 cameras=both).progress
+
+    try:
+        wrapped.reset(seed=3)
+        start = env.render(cams, width=32, height=32)
+        phi_s = phi(start, start)
+        torch.manual_seed(0)
+        boundaries = 0
+        for _ in range(7):
+            _, reward, _, _, info = wrapped.step(0.3 * torch.randn(3, env.action_dim))
+            now = env.render(cams, width=32, height=32)
+            phi_next = None
+            if "done_ids" in info:
+                boundaries += 1
+                ids = info["done_ids"]
+                phi_final = phi(info["final_frames"], start[ids])  # its own episode's start
+                start = start.clone()
+                start[ids] = now[ids]
+            phi_obs = phi(now, start)
+            phi_next = phi_obs.clone()
+            if "done_ids" in info:
+                phi_next[ids] = phi_final
+            expected = info["success"].float() + GAMMA * phi_next - phi_s
+            assert torch.allclose(reward, expected, atol=1e-5)
+            phi_s = phi_obs
+        assert boundaries == 1 and phi_s.std() > 1e-3
+        # without its start views the model scores the state alone, and differently
+        alone = context_prm.score(now, env.instruction, cameras=cams).progress
+        assert not torch.allclose(alone, phi_s, atol=1e-4)
+    finally:
+        wrapped.close()
+
+
 def test_direct_every_k_holds_scores(prm):
     env = make_env("panda_reach", num_envs=2, seed=0)  # no episode ends in 4 steps
     wrapped = RewardEnv(env, RewardMixer("prm", gamma=1.0), prm, every=4, width=32, height=32)
@@ -131,6 +189,59 @@ def test_distilled_mode_labels_a_subset(prm):
         assert "final_frames" not in wrapped.step(torch.zeros(4, env.action_dim))[4]
         quality = wrapped.timing_summary()["potential_vs_sim_pearson"]
         assert set(quality) == {"model", "distilled"}
+    finally:
+        wrapped.close()
+
+
+def test_distilled_potential_is_frozen_within_a_rollout(prm):
+    env = short_env(4)
+    cfg = DistillConfig(label_envs=2, label_every=1, hidden=[16], updates=2, batch_size=8,
+                        buffer_size=64, refresh_every=3)
+    wrapped = RewardEnv(env, RewardMixer("prm+sparse", gamma=GAMMA), prm, scoring="distilled",
+                        width=32, height=32, distill=cfg)
+    try:
+        probe = wrapped.reset()
+        seen, learning = [wrapped.distiller(probe)], [wrapped.distiller.mlp(probe).detach()]
+        for _ in range(9):
+            wrapped.step(torch.zeros(4, env.action_dim))
+            seen.append(wrapped.distiller(probe))
+            learning.append(wrapped.distiller.mlp(probe).detach())
+        # the MLP learns at every step; the potential changes only at the first step of
+        # rollouts 2 and 3 (env steps 4 and 7)
+        assert all(not torch.equal(a, b) for a, b in itertools.pairwise(learning))
+        changed = [t for t in range(1, 10) if not torch.equal(seen[t], seen[t - 1])]
+        assert changed == [4, 7]
+        settings = wrapped.timing_summary()["shaping"]
+        assert settings["potential_refresh_every"] == 3 and settings["prm_weight"] == 1.0
+    finally:
+        wrapped.close()
+
+
+def test_simulator_progress_through_the_same_distillation():
+    env = short_env(4)
+    cfg = {"mode": "prm+sparse", "model": {"name": "sim_progress"}, "prm_weight": 2.0,
+           "loop": {"scoring": "distilled", "distill": {"label_envs": 2, "label_every": 1,
+                                                         "hidden": [16], "batch_size": 8}}}
+    wrapped = wrap_reward(env, cfg, gamma=GAMMA)
+    try:
+        prev = wrapped.reset()
+        for _ in range(6):
+            obs, reward, _, _, info = wrapped.step(0.3 * torch.randn(4, env.action_dim))
+            mlp = wrapped.distiller
+            phi_next = mlp(obs)
+            if "done_ids" in info:
+                phi_next[info["done_ids"]] = mlp(info["final_obs"][info["done_ids"]])
+            expected = info["success"].float() + 2.0 * (GAMMA * phi_next - mlp(prev))
+            assert torch.allclose(reward, expected, atol=1e-5)
+            prev = obs
+        summary = wrapped.timing_summary()
+        assert summary["scoring"] == "state-distilled" and summary["frames_scored"] == 0
+        # the labels are the simulator's progress of the labelled states
+        pairs = torch.cat(wrapped._pairs["model"])
+        assert len(pairs) == 7 * 2 and torch.equal(pairs[:, 0], pairs[:, 1])
+        assert torch.equal(wrapped.distiller.target[:14], pairs[:, 0])
+        assert wrapped.distiller.size == 7 * 2
+        assert summary["shaping"]["prm_weight"] == 2.0
     finally:
         wrapped.close()
 

@@ -1,0 +1,75 @@
+"""PRM training data from given policies: PPO checkpoints at several stages and random actions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from embodied.cli import main
+from embodied.export import load_checkpoint_policy
+from embodied.reward.prm.data import DataConfig, policy_sources, rollout_policy, simulate
+from sim import make_env
+
+TINY = ["task=panda_reach", "num_envs=4", "algo.num_steps=8", "algo.actor_hidden=[32]",
+        "algo.critic_hidden=[16]", "max_iterations=3", "save_interval=1", "progress=false",
+        "eval.num_envs=0"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """A 3-iteration panda_reach PPO run with a checkpoint after every iteration."""
+    threads = torch.get_num_threads()
+    run = tmp_path_factory.mktemp("ppo") / "run"
+    try:
+        assert main(["train", *TINY, f"run_dir={run}"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return run
+
+
+def test_run_folder_gives_checkpoints_of_several_stages(run):
+    files = sorted(str(p) for p in (run / "checkpoints").glob("model_*.pt"))
+    assert len(files) == 3
+    sources = policy_sources([{"checkpoint": str(run), "stages": 2, "episodes": 4,
+                               "noise": 0.1}, {"checkpoint": "random", "episodes": 8}])
+    assert [s.checkpoint for s in sources] == [files[0], files[2], "random"]
+    assert [s.episodes for s in sources] == [4, 4, 8] and sources[0].noise == 0.1
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        policy_sources([{"checkpoint": str(run / "nothing.pt"), "episodes": 4}])
+    with pytest.raises(ValueError, match="give checkpoint"):
+        policy_sources([{"path": str(run)}])
+
+
+def test_policy_rollouts_act_as_the_checkpoint(run):
+    ckpt = sorted((run / "checkpoints").glob("model_*.pt"))[-1]
+    env = make_env("panda_reach", num_envs=3, seed=0)
+    try:
+        obs = env.reset(seed=0)
+        act = rollout_policy(env, "policy", 0.0, str(ckpt), seed=0)
+        net = load_checkpoint_policy(ckpt)[0]
+        with torch.no_grad():
+            assert torch.allclose(act(obs), net(obs))
+        noisy = rollout_policy(env, "policy", 0.5, str(ckpt), seed=0)(obs)
+        assert not torch.allclose(noisy, net(obs).detach())
+        rand = rollout_policy(env, "policy", 0.0, "random", seed=0)(obs)
+        assert rand.shape == (3, env.action_dim) and rand.abs().max() <= 1
+    finally:
+        env.close()
+
+
+def test_simulated_dataset_holds_policy_episodes(run):
+    cfg = DataConfig(task="panda_reach", episodes=4, batch_envs=4, stride=10, width=24,
+                     height=24, expert_fraction=1.0, noisy_fraction=0.0, seed=3,
+                     policies=[{"checkpoint": str(run), "stages": 2, "episodes": 4},
+                               {"checkpoint": "random", "episodes": 4}])
+    data = simulate(cfg)
+    kinds = [e["kind"] for e in data.episodes]
+    assert kinds == ["expert"] * 4 + ["policy"] * 12
+    policies = [e["policy"] for e in data.episodes if e["kind"] == "policy"]
+    assert policies[-4:] == ["random"] * 4 and len(set(policies[:8])) == 2
+    assert {e["split"] for e in data.episodes if e["kind"] == "policy"} == {"train", "val"}
+    rows = data.rows(kinds=("policy",))
+    assert len(rows) and ((data.progress[rows] >= 0) & (data.progress[rows] <= 1)).all()
+    assert not np.array_equal(data.frames[data.rows(kinds=("expert",))][:4],
+                              data.frames[rows][:4])
