@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -298,6 +299,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _wait_until_gone(group: int, timeout_s: float = 10.0) -> None:
+    """Wait until no process of process group ``group`` is left (at most ``timeout_s``).
+
+    A SIGKILLed rank may still finish the system call it is in (e.g. renaming a file it
+    wrote), so callers that inspect a killed job's files wait for every rank to be gone.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+
+
 def launch_local(nproc: int, args: Sequence[str], timeout: float,
                  cwd: str | Path | None = None,
                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -321,6 +337,7 @@ def launch_local(nproc: int, args: Sequence[str], timeout: float,
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            _wait_until_gone(proc.pid)
         if proc.returncode == 0 or attempt or "address already in use" not in err.lower():
             break
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
