@@ -5,8 +5,8 @@ cube terms are shared, in :mod:`sim.tasks.panda_base`.
 
 The reward is staged and gated (ManiSkill's PickCube, Isaac Lab's Franka lift):
 ``reach`` the cube, ``grasp`` it, ``lift`` it (only while grasped), carry it to the
-target (``place_coarse``, ``place_fine``: only while grasped *and* after a grasped
-lift), and ``success`` (the cube lifted earlier, now resting on the target,
+target (``place_coarse``, ``place_fine``: 3D, only while grasped *and* after a
+grasped lift), and ``success`` (the cube lifted earlier, now resting on the target,
 released), which replaces every dense term while it holds. So a cube pushed or
 dragged along the table, a hand hovering over the target and a cube thrown through
 the air above it earn none of the carrying terms.
@@ -30,11 +30,6 @@ class PickingTask(Protocol):
     @property
     def cube_height(self) -> torch.Tensor:
         """[B] height of the cube centre above its resting height (m)."""
-        ...
-
-    @property
-    def cube_goal_dist(self) -> torch.Tensor:
-        """[B] planar distance of the cube centre to the target centre (m)."""
         ...
 
     @property
@@ -86,14 +81,21 @@ def lift(task: PickingTask, height: float) -> torch.Tensor:
     return torch.where(task.lifted, 1.0, share) * task.grasped()
 
 
+def place(task: PickingTask, std: float) -> torch.Tensor:
+    """[B] tanh kernel of the cube's distance to its resting pose on the target.
+
+    Only while :attr:`carrying`. The distance is 3D, so the kernel also pulls the
+    carried cube down onto the target (a planar one left the cube held over it).
+    The config uses it twice, coarse and fine (two ``std``), as Isaac Lab's lift does.
+    """
+    return (1.0 - torch.tanh(task.cube_place_dist / std)) * task.carrying
+
+
 def place_coarse(task: PickingTask, std: float) -> torch.Tensor:
-    """[B] tanh kernel of the planar cube-to-target distance while :attr:`carrying`."""
-    return (1.0 - torch.tanh(task.cube_goal_dist / std)) * task.carrying
+    """[B] :func:`place` with a wide kernel (a gradient from anywhere on the table)."""
+    return place(task, std)
 
 
 def place_fine(task: PickingTask, std: float) -> torch.Tensor:
-    """[B] tanh kernel of the cube's distance to its resting pose on the target.
-
-    Only while :attr:`carrying`: pulls the carried cube down onto the target.
-    """
-    return (1.0 - torch.tanh(task.cube_place_dist / std)) * task.carrying
+    """[B] :func:`place` with a narrow kernel (precision at the target)."""
+    return place(task, std)
