@@ -88,6 +88,9 @@ def test_stages_pay_in_order(posed):
     r = posed["reward"]
     assert r["success"] > r["placed_not_released"] > r["held_over_goal"]
     assert r["held_over_goal"] > 2.0 * r["dragged_not_lifted"], r
+    # Opening the hand pays only around a placed cube, and only until success.
+    paid = (posed["terms"]["release"] > 0).tolist()
+    assert paid == [name == "placed_not_released" for name in STATES]
 
 
 def test_carrying_terms_pay_only_for_a_grasped_lifted_cube(posed):

@@ -16,6 +16,7 @@ def _rewards() -> dict[str, RewardTermCfg]:
         "lift": RewardTermCfg(0.2, {"height": 0.04}),
         "place_coarse": RewardTermCfg(0.2, {"std": 0.2}),
         "place_fine": RewardTermCfg(0.2, {"std": 0.05}),
+        "release": RewardTermCfg(0.3),
         "action_rate": RewardTermCfg(-0.0002),
         "success": RewardTermCfg(1.5),
     }

@@ -18,6 +18,7 @@ from sim.tasks.panda_pick_place.terms import (
     place_coarse,
     place_fine,
     reach,
+    release,
 )
 from sim.terms import action_rate, success
 
@@ -59,7 +60,8 @@ class PandaPickPlace(CubeTask):
     Reward (weights and parameters: :class:`PandaPickPlaceConfig`), staged and
     gated (:mod:`sim.tasks.panda_pick_place.terms`): ``reach``, ``grasp``,
     ``lift`` (while grasped), ``place_coarse`` and ``place_fine`` (while
-    :attr:`carrying`), ``action_rate``, and ``success``, the largest, which
+    :attr:`carrying`), ``release`` (the hand's opening while :attr:`placed`),
+    ``action_rate``, and ``success``, the largest, which
     replaces the dense terms while it holds. A sparse reward mode keeps only
     ``success``.
     """
@@ -75,7 +77,8 @@ class PandaPickPlace(CubeTask):
         **ARM_OBSERVATIONS, **CUBE_OBSERVATIONS, "grasp_state": obs_grasp_state}
     reward_functions: ClassVar[TermFunctions] = {
         "reach": reach, "grasp": grasp, "lift": lift, "place_coarse": place_coarse,
-        "place_fine": place_fine, "action_rate": action_rate, "success": success}
+        "place_fine": place_fine, "release": release, "action_rate": action_rate,
+        "success": success}
 
     def setup(self, sim: SimState) -> None:
         """Per-env stage latches."""
@@ -120,11 +123,17 @@ class PandaPickPlace(CubeTask):
         rest[:, 2] = TABLE_TOP + self.cube_half
         return (rest - self.cube_pos).norm(dim=1)
 
+    @property
+    @per_step
+    def placed(self) -> torch.Tensor:
+        """[B] picked up (the ``lifted`` latch), now on the table within 3 cm of the target."""
+        return ((self.cube_goal_dist < SUCCESS_RADIUS) & (self.cube_height < REST_HEIGHT)
+                & self.lifted)
+
     @per_step
     def success(self) -> torch.Tensor:
         """Cube picked up, now on the table within 3 cm of the target, released."""
-        return ((self.cube_goal_dist < SUCCESS_RADIUS) & (self.cube_height < REST_HEIGHT)
-                & self.lifted & ~self.grasped())
+        return self.placed & ~self.grasped()
 
     def progress(self) -> torch.Tensor:
         """Staged progress (see the class docstring)."""

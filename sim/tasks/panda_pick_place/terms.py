@@ -9,7 +9,8 @@ target (``place_coarse``, ``place_fine``: 3D, only while grasped *and* after a
 grasped lift), and ``success`` (the cube lifted earlier, now resting on the target,
 released), which replaces every dense term while it holds. So a cube pushed or
 dragged along the table, a hand hovering over the target and a cube thrown through
-the air above it earn none of the carrying terms.
+the air above it earn none of the carrying terms. Once the cube rests on the target
+``release`` pays for opening the hand.
 """
 
 from __future__ import annotations
@@ -35,6 +36,16 @@ class PickingTask(Protocol):
     @property
     def cube_place_dist(self) -> torch.Tensor:
         """[B] distance of the cube centre to its resting pose on the target (m)."""
+        ...
+
+    @property
+    def placed(self) -> torch.Tensor:
+        """[B] bool: lifted (the latch), now resting on the table at the target."""
+        ...
+
+    @property
+    def gripper_opening(self) -> torch.Tensor:
+        """[B, 1] gripper opening in [0, 1]."""
         ...
 
     @property
@@ -89,6 +100,15 @@ def place(task: PickingTask, std: float) -> torch.Tensor:
     The config uses it twice, coarse and fine (two ``std``), as Isaac Lab's lift does.
     """
     return (1.0 - torch.tanh(task.cube_place_dist / std)) * task.carrying
+
+
+def release(task: PickingTask) -> torch.Tensor:
+    """[B] the gripper opening while the cube is :attr:`placed`, until success.
+
+    The last stage: opening the hand around the placed cube pays step by step up to
+    the release, where ``success`` takes over.
+    """
+    return task.gripper_opening[:, 0] * (task.placed & ~task.success())
 
 
 def place_coarse(task: PickingTask, std: float) -> torch.Tensor:
