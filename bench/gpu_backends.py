@@ -1,15 +1,17 @@
 """GPU-parallel backends on this machine's CPU: env steps/s against the number of envs.
 
 For each backend (``mujoco_warp`` on Warp's CPU device, ``isaaclab`` when its
-environment exists) and each number of envs: our env's control steps/s with zero
-actions, the same engine's raw stepping of the same model (our overhead on that
-engine: ``ratio_to_raw``), and C MuJoCo (``mujoco.batch``, the default backend) on the
-same task and number of envs in the same run (``ratio_to_c_mujoco``). Start-up time
-is the construction of the env (model transfer, kernel compilation or loading, first
-reset); ``cold_start_s`` compiles into an empty kernel cache once.
+environment exists) and each number of envs: our env's control steps/s (zero actions on
+MuJoCo Warp, random actions on Isaac Lab), the same engine's raw stepping of the same
+model (our overhead on that engine: ``ratio_to_raw``), and C MuJoCo (``mujoco.batch``,
+the default backend) on the same task and number of envs in the same run
+(``ratio_to_c_mujoco``); ``panda_reach`` over the sizes, ``go2_walk`` at fewer. Start-up
+time is the construction of the env (model transfer, kernel compilation or loading,
+first reset); ``cold_start_s`` compiles into an empty kernel cache once.
 
-``parity``: seeded identical random actions on C MuJoCo and on each backend; the
-largest difference of any joint coordinate over the horizon, per task.
+``parity``: seeded identical random actions on C MuJoCo and on each backend (Isaac Lab
+when its environment exists); the largest difference of any joint coordinate over the
+horizon, per task.
 
 Run: ``python bench/gpu_backends.py`` (about 25 minutes here) or ``--quick``;
 ``--only SECTION`` reruns one section into the existing JSON.
@@ -92,6 +94,12 @@ def cold_start_seconds(task: str) -> float:
     return round(float(out.stdout.split()[-1]), 1)
 
 
+def _qpos(env) -> torch.Tensor:
+    """qpos [B, nq] of a backend's env (the Isaac Lab proxy asks its worker)."""
+    state = env.state
+    return (state("qpos")["qpos"] if callable(state) else state.qpos).double()
+
+
 def parity(backend: str, task: str, steps: int, action_scale: float) -> dict:
     """Largest |qpos| difference to C MuJoCo under the same seeded actions."""
     envs = [make_env(task, num_envs=4, seed=3), make_env(task, num_envs=4, seed=3,
@@ -102,7 +110,7 @@ def parity(backend: str, task: str, steps: int, action_scale: float) -> dict:
         actions = action_scale * (2 * torch.rand(4, envs[0].action_dim, generator=gen) - 1)
         for env in envs:
             env.step(actions)
-        diff = float((envs[0].state.qpos - envs[1].state.qpos.double()).abs().max())
+        diff = float((envs[0].state.qpos - _qpos(envs[1])).abs().max())
         worst = max(worst, diff)
         if step + 1 in (1, 10, steps):
             at.append({"step": step + 1, "max_abs_qpos_diff": diff})
@@ -131,9 +139,11 @@ def main() -> None:
         figures["isaaclab"] = isaaclab_section(sizes, seconds) | _provenance(load)
     if "parity" in only:
         steps = 10 if quick else 50
-        figures["parity"] = [parity("mujoco_warp", task, steps, scale)
-                             for task, scale in (("panda_reach", 1.0), ("panda_push", 1.0),
-                                                 ("go2_walk", 0.1), ("go2_walk", 1.0))]
+        cases = (("panda_reach", 1.0), ("panda_push", 1.0), ("go2_walk", 0.1),
+                 ("go2_walk", 1.0))
+        backends = ["mujoco_warp"] + (["isaaclab"] if isaaclab_installed() else [])
+        figures["parity"] = [parity(backend, task, steps, scale)
+                             for backend in backends for task, scale in cases]
         for row in figures["parity"]:
             print(row, flush=True)
     figures["note"] = ("CPU only (no GPU here): Warp runs its kernels on the CPU device, one "
@@ -149,14 +159,30 @@ def _provenance(load: float) -> dict:
     return {"load_average_at_start": round(load, 2), "date": time.strftime("%Y-%m-%d %H:%M")}
 
 
+def isaaclab_installed() -> bool:
+    """Whether the Isaac Lab environment exists (``scripts/isaaclab_env.sh``)."""
+    from sim.backends import BackendUnavailable
+    from sim.backends.isaaclab import isaaclab_python
+
+    try:
+        isaaclab_python()
+    except BackendUnavailable:
+        return False
+    return True
+
+
 def isaaclab_section(sizes: list[int], seconds: float) -> dict:
     """Throughput of the Isaac Lab backend, or why it was not measured."""
     try:
         from sim.backends.isaaclab import isaaclab_throughput
     except ImportError as e:
         return {"skipped": f"Isaac Lab backend not importable: {e}"}
+    # go2_walk: contacts on every foot, an elliptic cone and impratio 100 make Newton's
+    # MuJoCo-Warp solver far slower per env than the Panda; fewer sizes keep the run short.
+    go2_sizes = sizes[:1] if len(sizes) < 3 else sizes[:3]
     try:
         rows = [isaaclab_throughput(TASK, n, seconds=seconds) for n in sizes]
+        rows += [isaaclab_throughput("go2_walk", n, seconds=seconds) for n in go2_sizes]
     except RuntimeError as e:  # BackendUnavailable: the environment is not installed
         return {"skipped": str(e)}
     for row in rows:

@@ -1,8 +1,15 @@
 """Offline RL from a labelled dataset: IQL on PRM labels vs IQL on true rewards vs BC.
 
-On a mixed-quality ``panda_push`` dataset collected here (250 episodes: the scripted
+Every learner predicts chunks of ``CHUNK`` end-effector actions (``ee_delta_yaw``,
+executed with temporal ensembling) and ignores its own last action (``LEARNER``);
+success is the mean over ``--seeds`` training seeds, 64 evaluation episodes each:
+
+- BC on 100 clean scripted-expert ``panda_push`` episodes (state only);
+- BC on 200 clean scripted-expert ``panda_pick_place`` episodes (state only);
+
+and on a mixed-quality ``panda_push`` dataset collected here (250 episodes: the scripted
 expert at noise 0.1 (two fifths), 0.3 and 0.6, and random-action failures; the front
-camera at 64x64):
+camera at 64x64), BC, RA-BC (progress-gain weights of the oracle labels) and:
 
 - labelling throughput (frames/s, video decoding included) of the simulator-progress
   oracle and of the learned multi-view PRM (``embodied reward train task=panda_push``;
@@ -13,7 +20,8 @@ camera at 64x64):
   transitions (batch 256, 256x256 networks, one torch thread), when ``--d3rlpy-python``
   names the Python of an environment with d3rlpy installed.
 
-Usage: ``python bench/offline.py [--quick] [--prm PATH] [--d3rlpy-python PATH]``.
+Usage: ``python bench/offline.py [--quick] [--seeds N] [--parts clean pick mixed]
+[--prm PATH] [--d3rlpy-python PATH]``.
 """
 
 from __future__ import annotations
@@ -43,6 +51,9 @@ from embodied.offline import OfflineConfig, OfflineLearner, load_transitions
 
 OUT = Path("runs/bench/offline")
 SOURCES = ("policy=[expert,expert,expert,expert,random]", "noise=[0.1,0.1,0.3,0.6,0]")
+ACTIONS = "task.action=ee_delta_yaw"  # the experts succeed in it; the hand turns
+CHUNK = 10
+LEARNER = (f"algo.chunk={CHUNK}", "algo.ignore_obs=[last_action]")
 CAMERAS = "cameras=[front]"  # one view: rendering is what collection costs; the PRM takes any
 
 D3RLPY = r"""
@@ -128,16 +139,41 @@ def label(dataset: Path, out: Path, *overrides: str) -> dict:
     return summary
 
 
-def train(dataset: Path, run: Path, algo: str, steps: int, episodes: int) -> dict:
-    cfg = load_config("offline", [f"dataset={dataset}", f"run_dir={run}", f"algo={algo}",
-                                  f"steps={steps}", "eval_episodes=0", "progress=false",
-                                  f"eval.num_envs={episodes}", "eval.video_envs=2",
-                                  f"log_interval={max(1, steps // 10)}"])
-    summary = run_offline(cfg)
-    ev = summary["eval"]
-    return {"success_rate": ev["success_rate"], "episode_return": ev["episode_return"],
-            "episodes": ev["episodes"], "gradient_steps": summary["gradient_steps"],
-            "train_seconds": summary["train_seconds"], "run_dir": summary["run_dir"]}
+def train(dataset: Path, run: Path, algo: str, steps: int, episodes: int,
+          seeds: int = 1) -> dict:
+    """``algo`` on ``dataset`` for each seed; success and return as mean, std and per seed."""
+    per_seed = []
+    for seed in range(seeds):
+        cfg = load_config("offline", [
+            f"dataset={dataset}", f"run_dir={run}/seed{seed}", f"algo={algo}", *LEARNER,
+            f"steps={steps}", f"seed={seed}", "eval_episodes=0", "progress=false",
+            f"eval.num_envs={episodes}", "eval.video_envs=2",
+            f"log_interval={max(1, steps // 10)}"])
+        summary = run_offline(cfg)
+        ev = summary["eval"]
+        per_seed.append({"success_rate": ev["success_rate"],
+                         "episode_return": ev["episode_return"], "episodes": ev["episodes"],
+                         "train_seconds": summary["train_seconds"],
+                         "run_dir": summary["run_dir"]})
+    rates = np.array([r["success_rate"] for r in per_seed])
+    return {"success_rate": float(rates.mean()), "success_rate_std": float(rates.std()),
+            "episode_return": float(np.mean([r["episode_return"] for r in per_seed])),
+            "episodes": per_seed[0]["episodes"], "gradient_steps": steps, "seeds": seeds,
+            "per_seed": per_seed}
+
+
+def expert_bc(task: str, episodes: int, root: Path, steps: int, eval_eps: int,
+              seeds: int) -> dict:
+    """BC on ``episodes`` clean scripted-expert episodes of ``task`` (state only)."""
+    start = time.perf_counter()
+    run_collect(load_config("collect", [
+        f"task={task}", ACTIONS, "policy=expert", "noise=0", f"episodes={episodes}",
+        "num_envs=50", "cameras=[]", "progress=false", f"out={root / task}"]))
+    ds = LeRobotDataset(root / task)
+    expert = float(np.mean([e.meta["success"] for e in ds.episodes]))
+    collect_s = time.perf_counter() - start
+    return {"episodes": episodes, "expert_success": expert, "collect_seconds": round(collect_s),
+            "bc": train(root / task, root / f"runs/{task}_bc", "bc", steps, eval_eps, seeds)}
 
 
 def main() -> None:
@@ -146,16 +182,42 @@ def main() -> None:
                         "training; small dataset)")
     parser.add_argument("--prm", help="a panda_push PRM run folder or prm.pt")
     parser.add_argument("--d3rlpy-python", help="the Python of an environment with d3rlpy")
+    parser.add_argument("--no-prm", action="store_true", help="no PRM labels (never train "
+                        "one): BC, RA-BC and IQL on the true labels only")
+    parser.add_argument("--seeds", type=int, help="training seeds per learner (3; quick 1)")
+    parser.add_argument("--parts", nargs="+", choices=["clean", "pick", "mixed"],
+                        default=["clean", "pick", "mixed"], help="what to measure")
     args = parser.parse_args()
     quick = args.quick
     torch.set_num_threads(1)
     stamp = time.strftime("%Y-%m-%d_%H-%M-%S")
     root = OUT / ("quick" if quick else "full") / stamp
-    episodes, steps, eval_eps = (5, 100, 4) if quick else (250, 4000, 64)
+    episodes, steps, eval_eps = (5, 100, 4) if quick else (250, 10000, 64)
+    seeds = args.seeds or (1 if quick else 3)
+    start = time.perf_counter()
+    figures: dict = {"task": "panda_push", "chunk": CHUNK, "action_space": "ee_delta_yaw",
+                     "seeds": seeds, "gradient_steps": steps}
+    if "clean" in args.parts:
+        figures["push_expert_bc"] = expert_bc("panda_push", 5 if quick else 100, root, steps,
+                                              eval_eps, seeds)
+    if "pick" in args.parts:
+        figures["pick_place_expert_bc"] = expert_bc("panda_pick_place", 5 if quick else 200,
+                                                    root, steps, eval_eps, seeds)
+    if "mixed" in args.parts:
+        figures |= mixed(args, root, quick, episodes, steps, eval_eps, seeds)
+    figures["seconds"] = round(time.perf_counter() - start, 1)
+    if args.d3rlpy_python:  # the result names no path of this machine outside the repository
+        sys.argv = [a.replace(args.d3rlpy_python, "<d3rlpy env>/bin/python") for a in sys.argv]
+    write_result("offline", quick, figures)
+
+
+def mixed(args: argparse.Namespace, root: Path, quick: bool, episodes: int, steps: int,
+          eval_eps: int, seeds: int) -> dict:
+    """The mixed-quality dataset: labelling speed, BC, RA-BC, IQL on true and PRM labels."""
     start = time.perf_counter()
     run_collect(load_config("collect", [
-        "task=panda_push", *SOURCES, CAMERAS, f"episodes={episodes}", "num_envs=25", "width=64",
-        "height=64", "progress=false", f"out={root / 'data'}",
+        "task=panda_push", ACTIONS, *SOURCES, CAMERAS, f"episodes={episodes}", "num_envs=25",
+        "width=64", "height=64", "progress=false", f"out={root / 'data'}",
         *(["task.episode_length_s=1.0"] if quick else [])]))
     collect_s = time.perf_counter() - start
     ds = LeRobotDataset(root / "data")
@@ -164,15 +226,19 @@ def main() -> None:
         per_source.setdefault(e.meta["policy"], []).append(bool(e.meta["success"]))
 
     oracle = label(root / "data", root / "oracle", "reward=oracle")
-    prm_path, prm_note = find_prm(args, quick)
+    prm_path, prm_note = (None, "not run (--no-prm)") if args.no_prm else find_prm(args, quick)
     prm = None
     if prm_path is not None:
         prm = label(root / "data", root / "prm", "reward=prm", f"reward.checkpoint={prm_path}")
 
-    results = {"bc": train(root / "data", root / "runs/bc", "bc", steps, eval_eps),
-               "iql_true": train(root / "oracle", root / "runs/iql_true", "iql", steps, eval_eps)}
+    results = {name: train(root / data, root / f"runs/{name}", algo, steps, eval_eps, seeds)
+               for name, data, algo in (("bc", "data", "bc"), ("rabc", "oracle", "rabc"),
+                                        ("iql_true", "oracle", "iql"))}
     if prm is not None:
-        results["iql_prm"] = train(root / "prm", root / "runs/iql_prm", "iql", steps, eval_eps)
+        results["rabc_prm"] = train(root / "prm", root / "runs/rabc_prm", "rabc", steps,
+                                    eval_eps, seeds)
+        results["iql_prm"] = train(root / "prm", root / "runs/iql_prm", "iql", steps, eval_eps,
+                                   seeds)
 
     data = load_transitions(root / "oracle")
     speed_steps = 50 if quick else 500
@@ -182,8 +248,7 @@ def main() -> None:
 
     true_ok = results["iql_true"]["success_rate"]
     prm_ok = results["iql_prm"]["success_rate"] if prm is not None else None
-    figures = {
-        "task": "panda_push",
+    return {
         "dataset": {"episodes": ds.num_episodes, "frames": ds.num_frames,
                     "cameras": ds.cameras, "image_size": [64, 64],
                     "success_by_source": {k: float(np.mean(v)) for k, v in per_source.items()},
@@ -201,7 +266,6 @@ def main() -> None:
             "prm_final_progress_failure": prm and prm["mean_final_progress_failure"],
         },
         "offline": results,
-        "gradient_steps": steps,
         "iql_prm_over_iql_true": (prm_ok / true_ok) if prm_ok is not None and true_ok else None,
         "iql_true_minus_bc": true_ok - results["bc"]["success_rate"],
         "iql_prm_minus_bc": (prm_ok - results["bc"]["success_rate"]) if prm_ok is not None
@@ -210,11 +274,10 @@ def main() -> None:
         "d3rlpy_iql": peer,
         "iql_steps_per_s_ratio_to_d3rlpy": round(ours / peer["steps_per_s"], 2)
         if "steps_per_s" in peer else None,
-        "seconds": round(time.perf_counter() - start, 1),
+        "iql_true_over_bc": true_ok / results["bc"]["success_rate"]
+        if results["bc"]["success_rate"] else None,
+        "rabc_minus_bc": results["rabc"]["success_rate"] - results["bc"]["success_rate"],
     }
-    if args.d3rlpy_python:  # the result names no path of this machine outside the repository
-        sys.argv = [a.replace(args.d3rlpy_python, "<d3rlpy env>/bin/python") for a in sys.argv]
-    write_result("offline", quick, figures)
 
 
 if __name__ == "__main__":

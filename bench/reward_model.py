@@ -11,6 +11,12 @@ Sections (``--only NAME`` reruns one and merges it into the result file):
   observations/s on the CPU), and at 64x64; in the same run, the plain
   ``MultiViewPRM.predict`` path (the "before" of the fast path) and rendering the same
   observations. The load average is recorded with the numbers (the machine is shared).
+- ``visual_shift_<task>`` (reach, push): two PRMs trained alike, one on frames under
+  visual randomisation (``visual=train``, the default) and one without (``visual=none``),
+  then the visual-shift suite of ``embodied reward eval`` on the same fresh episodes for
+  both (other light levels and directions, surface colours, moved cameras, pixel noise):
+  success F1, AUROC, ECE and progress Pearson per kind, with the calibrated success head
+  and with the raw one. Targets under shift: F1 >= 0.85, Pearson >= 0.85.
 - ``ppo_speed``: PPO on panda_push with the same envs and steps per iteration, without
   a frame reward (sparse) and with the PRM in the loop, distilled and direct; collection
   env steps/s and their ratio to sparse, and the time share of each part.
@@ -42,7 +48,8 @@ TASK_OVERRIDES = {  # settings of `embodied reward train` per task beyond its de
     "panda_pick_place": ["train.epochs=12"],
 }
 SPEED_TASK = "panda_push"
-SECTIONS = [*TASKS, "throughput", "ppo_speed"]
+SHIFT_TASKS = ("panda_reach", "panda_push")
+SECTIONS = [*TASKS, *(f"visual_shift_{t}" for t in SHIFT_TASKS), "throughput", "ppo_speed"]
 ROOT = Path("runs/bench/reward")
 METRIC_KEYS = ("voc", "voc_reversed", "success_f1", "success_auroc", "progress_pearson",
                "progress_spearman", "pairwise_accuracy", "counterfactual_gap",
@@ -88,6 +95,59 @@ def train_prm(task: str, quick: bool, reuse: bool) -> dict:
                       "train.epochs=1"]
     run_reward_train(load_config("reward_train", overrides))
     return reused_prm(run_dir) | {"reused": False}
+
+
+def visual_shift(task: str, quick: bool, reuse: bool) -> dict:
+    """PRMs with and without visual randomisation, scored by the visual-shift suite."""
+    from omegaconf import OmegaConf
+
+    from embodied.commands.reward_train import run_reward_train
+    from embodied.reward import make_reward_model
+    from embodied.reward.prm.calibration import SuccessCalibration
+    from embodied.reward.prm.data import load_frames
+    from embodied.reward.prm.evaluate import shift_suite
+    from embodied.reward.prm.inference import make_scorer
+
+    root = bench_root(quick) / "visual_shift" / task
+    shift = load_config("reward_eval", [f"task={task}"]).shift
+    kinds = OmegaConf.to_container(shift.kinds, resolve=True)
+    episodes = 8 if quick else int(shift.episodes)
+    out: dict = {"task": task, "episodes_per_kind": episodes, "shift_seed": int(shift.seed),
+                 "train_ranges": OmegaConf.to_container(
+                     load_config("reward_train", []).visual, resolve=True),
+                 "load_avg_1min_before": round(os.getloadavg()[0], 2)}
+    for arm, visual in (("randomised", "train"), ("plain", "none")):
+        run_dir = root / arm
+        start = time.perf_counter()
+        if not (reuse and (run_dir / "metrics.json").is_file()):
+            overrides = [f"task={task}", f"run_dir={run_dir}", f"visual={visual}",
+                         *TASK_OVERRIDES.get(task, [])]
+            if quick:
+                overrides += ["data.episodes=16", "data.batch_envs=8", "data.stride=10",
+                              "train.epochs=1"]
+            run_reward_train(load_config("reward_train", overrides))
+        model = make_reward_model({"name": "prm", "checkpoint": str(run_dir)})
+        data = load_frames(model.info["data"])
+        held_out = json.loads((run_dir / "metrics.json").read_text())
+        figures = {"held_out": {k: held_out[k] for k in (*METRIC_KEYS, "success_ece")
+                                if k in held_out},
+                   "success_calibration": model.info.get("success_calibration"),
+                   "data_seconds": model.info["data_seconds"],
+                   "train_seconds": model.info["train"]["train_seconds"],
+                   "train_states": model.info["train"]["train_states"]}
+        suite = shift_suite(model, data, kinds, episodes, int(shift.seed), int(shift.batch_envs),
+                            cache=root / "shift_data", plot=run_dir / "eval_shift.png")
+        figures["shift"] = suite["kinds"]
+        figures["plot"] = suite["plot"]
+        model.predict = make_scorer(model.net, SuccessCalibration())  # the raw success head
+        raw = shift_suite(model, data, kinds, episodes, int(shift.seed), int(shift.batch_envs),
+                          cache=root / "shift_data")
+        figures["shift_raw_head"] = {k: {m: v[m] for m in ("success_f1", "success_ece")}
+                                     for k, v in raw["kinds"].items()}
+        figures["wall_seconds"] = round(time.perf_counter() - start, 1)
+        out[arm] = figures
+    out["load_avg_1min_after"] = round(os.getloadavg()[0], 2)
+    return out
 
 
 def timed(fn, units: int, seconds: float) -> dict:
@@ -209,6 +269,14 @@ def targets(result: dict) -> dict:
             m = result[task]
             out[task] = {"voc>=0.9": m["voc"] >= 0.9, "voc_reversed<=-0.8":
                          m["voc_reversed"] <= -0.8, "success_f1>=0.9": m["success_f1"] >= 0.9}
+    for task in SHIFT_TASKS:
+        section = result.get(f"visual_shift_{task}")
+        if section:
+            shifted = {k: v for k, v in section["randomised"]["shift"].items() if k != "none"}
+            out[f"visual_shift_{task}"] = {
+                "min_f1>=0.85": min(v["success_f1"] for v in shifted.values()) >= 0.85,
+                "min_pearson>=0.85": min(v["progress_pearson"]
+                                         for v in shifted.values()) >= 0.85}
     if "throughput" in result:
         t = result["throughput"]
         out["score_obs_per_s_96>=2000"] = t["score_96"]["per_s"] >= 2000
@@ -229,9 +297,12 @@ def main() -> None:
     for task in TASKS[:1] if quick else TASKS:
         if task in only:
             figures[task] = train_prm(task, quick, reuse)
+    for task in SHIFT_TASKS[:1] if quick else SHIFT_TASKS:
+        if f"visual_shift_{task}" in only:
+            figures[f"visual_shift_{task}"] = visual_shift(task, quick, reuse)
     speed_task = TASKS[0] if quick else SPEED_TASK
     ckpt = prm_dir(speed_task, quick)
-    if not (ckpt / "prm.pt").is_file():
+    if not (ckpt / "prm.pt").is_file() and {"throughput", "ppo_speed"} & set(only):
         figures[speed_task] = train_prm(speed_task, quick, reuse=True)
     if "throughput" in only:
         figures["throughput"] = throughput(ckpt, quick)

@@ -6,8 +6,10 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from embodied.config import ConfigError
 from sim import DomainRandomization, make_env
 from sim.protocol import BatchedEnv
+from sim.visual import VisualRandomization
 
 
 def env_kwargs(task_cfg: DictConfig) -> dict[str, Any]:
@@ -36,6 +38,24 @@ def sim_kwargs(cfg: DictConfig) -> dict[str, Any]:
     return kwargs
 
 
+def visual_kwargs(cfg: DictConfig) -> dict[str, Any]:
+    """``visual`` (:class:`sim.visual.VisualRandomization`) from the command's ``visual`` group.
+
+    Nothing if the command has no ``visual`` group (frames as the scene is built).
+
+    Raises:
+        ConfigError: For an unknown setting or a malformed range.
+    """
+    visual = cfg.get("visual")
+    if visual is None:
+        return {}
+    try:
+        return {"visual": VisualRandomization.from_mapping(
+            OmegaConf.to_container(visual, resolve=True))}
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{err} (configs/visual/train.yaml shows the settings)") from err
+
+
 def thread_kwargs(cfg: DictConfig) -> dict[str, Any]:
     """``nthread`` from the command's ``physics_threads`` (nothing if unset: all cores)."""
     threads = cfg.get("physics_threads")
@@ -46,7 +66,7 @@ def make_task_env(task_cfg: DictConfig, cfg: DictConfig, num_envs: int,
                   seed: int) -> BatchedEnv:
     """The env of ``task_cfg`` on the ``sim`` backend and ``physics_threads`` of ``cfg``."""
     return make_env(str(task_cfg.name), num_envs=num_envs, seed=seed, **env_kwargs(task_cfg),
-                    **sim_kwargs(cfg), **thread_kwargs(cfg))
+                    **sim_kwargs(cfg), **thread_kwargs(cfg), **visual_kwargs(cfg))
 
 
 def make_train_env(cfg: DictConfig, num_envs: int, seed: int) -> BatchedEnv:

@@ -23,8 +23,10 @@ from embodied.policy_io import (
     ExportError,
     PolicyMismatchError,
     check_against_env,
+    chunk_settings,
     load_policy,
     sha256_file,
+    with_chunking,
 )
 from embodied.rl.evaluate import print_video_and_walking
 
@@ -71,8 +73,10 @@ def load_eval_policy(cfg: DictConfig, run_dir: Path | None, run_cfg: DictConfig 
     source = {"kind": "checkpoint", "path": str(ckpt),
               "iteration": int(state.get("iteration", 0)),
               "env_steps": int(state.get("global_step", 0))}
-    if bool(cfg.deterministic):
-        return actor_critic, None, source
+    if bool(cfg.deterministic):  # an action-chunking policy runs temporally ensembled
+        config = state.get("config")
+        return with_chunking(actor_critic, config, actor_critic.action_dim
+                             // chunk_settings(config)[0]), None, source
 
     def policy(obs: torch.Tensor) -> torch.Tensor:
         return actor_critic.act(actor_critic.normalize(obs, update=False))[0]

@@ -39,6 +39,7 @@ from embodied.policy_io import (
     ONNX_METADATA_KEY,
     TS_METADATA_FILE,
     ExportError,
+    chunk_settings,
     load_policy,
     quiet_exporters,
     read_sidecar,
@@ -165,6 +166,7 @@ def policy_metadata(cfg: DictConfig, env: Any, checkpoint: Path,
                     state: dict[str, Any]) -> dict[str, Any]:
     """Everything a deployment needs to know about a checkpoint's policy (no artifact hashes)."""
     robot = env.robot
+    chunk, decay = chunk_settings(state.get("config"))
     layout = observation_layout(env)
     if sum(t["size"] for t in layout) != env.obs_dim:
         raise ExportError(f"observation terms of task '{env.task.name}' add up to "
@@ -193,7 +195,10 @@ def policy_metadata(cfg: DictConfig, env: Any, checkpoint: Path,
         "decimation": int(env.decimation),
         "input": {"name": "obs", "dtype": "float32", "shape": ["batch", int(env.obs_dim)]},
         "output": {"name": "action", "dtype": "float32",
-                   "shape": ["batch", int(env.action_dim)], "range": [-1.0, 1.0]},
+                   "shape": ["batch", int(env.action_dim) * chunk], "range": [-1.0, 1.0]},
+        # chunks: the output holds the next `size` actions; run them temporally ensembled
+        # (embodied.policy_io.ChunkedPolicy: weights exp(-ensemble_decay * age))
+        "chunk": {"size": chunk, "ensemble_decay": decay} if chunk > 1 else None,
         "normalizer_inside": True,
         "training": {
             "run_dir": str(cfg.get("run_dir", "")),
@@ -305,10 +310,12 @@ def export_run(run: str | Path, fmt: str = "both", checkpoint: str | Path | None
     policy, state, ckpt = load_checkpoint_policy(checkpoint or run_dir)
     env = make_env(cfg.task.name, num_envs=1, seed=0, **env_kwargs(cfg.task))
     try:
-        if (env.obs_dim, env.action_dim) != (policy.obs_dim, policy.action_dim):
+        chunk = chunk_settings(state.get("config"))[0]
+        if (env.obs_dim, env.action_dim * chunk) != (policy.obs_dim, policy.action_dim):
             raise CheckpointError(
                 f"{ckpt} has obs/action dims {policy.obs_dim}/{policy.action_dim}, task "
-                f"'{cfg.task.name}' has {env.obs_dim}/{env.action_dim}")
+                f"'{cfg.task.name}' has {env.obs_dim}/{env.action_dim}"
+                + (f" x {chunk} (chunks)" if chunk > 1 else ""))
         metadata = policy_metadata(cfg, env, ckpt, state)
     finally:
         env.close()
@@ -330,6 +337,7 @@ def export_run(run: str | Path, fmt: str = "both", checkpoint: str | Path | None
         start = time.perf_counter()
         path = writer(module, out_dir / name, metadata)
         loaded, _ = load_policy(path, verify_hash=False)
+        loaded = getattr(loaded, "fn", loaded)  # the raw chunks of a chunking policy
         err = parity_error(reference, loaded, obs)
         if not err <= tol:
             raise ExportError(f"{path}: exported policy differs from the torch policy by "

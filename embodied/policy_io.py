@@ -90,6 +90,91 @@ class LoadedPolicy:
         return f"LoadedPolicy({self.kind}: {self.path})"
 
 
+class ChunkedPolicy:
+    """Temporal ensembling of an action-chunking policy: obs [N, D] -> actions [N, A].
+
+    ``fn(obs)`` returns chunks [N, chunk * A]: the actions for this step and the next
+    ``chunk - 1``. Each call keeps the last ``chunk`` predictions per env and executes,
+    for the current step, the average of every prediction made for it, weighted
+    ``exp(-decay * age)`` (the newest prediction weighs most). The state is per env:
+    :meth:`reset` (all, or ``ids``) starts an episode afresh; with ``episode_count``
+    (a callable returning per-env episode counters, e.g. the simulated task's) envs whose
+    counter changed since the last call are reset automatically. A different batch size
+    resets everything.
+    """
+
+    def __init__(self, fn: Callable[[torch.Tensor], torch.Tensor], chunk: int,
+                 action_dim: int, decay: float = 0.1,
+                 episode_count: Callable[[], torch.Tensor] | None = None):
+        if chunk < 1:
+            raise ValueError(f"chunk must be >= 1, got {chunk}")
+        self.fn, self.chunk, self.action_dim, self.decay = fn, chunk, action_dim, decay
+        self.episode_count = episode_count
+        self._seen: torch.Tensor | None = None
+        self._history = torch.zeros(0, chunk, chunk, action_dim)  # [N, age, step, A]
+        self._valid = torch.zeros(0, chunk, dtype=torch.bool)
+        self._weights = torch.exp(-decay * torch.arange(chunk, dtype=torch.float32))
+
+    def __getattr__(self, name: str) -> Any:
+        """Attributes of the wrapped policy (``obs_dim``, ``kind``, ``path``, ...)."""
+        if name.startswith("_") or name == "fn":
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
+    def bind_env(self, env: Any) -> None:
+        """Reset envs of ``env`` (a simulated batch) whenever its task resets them."""
+        self.episode_count = lambda: env.task.episode_count
+        self._seen = None
+
+    def reset(self, ids: torch.Tensor | None = None) -> None:
+        """Forget the predictions of envs ``ids`` (all if None): their episodes start anew."""
+        if ids is None:
+            self._valid.zero_()
+        else:
+            self._valid[ids] = False
+
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        """The ensembled actions [N, A] for ``obs`` [N, D]."""
+        chunks = self.fn(obs).reshape(obs.shape[0], self.chunk, self.action_dim).float()
+        n = chunks.shape[0]
+        if self._history.shape[0] != n:
+            self._history = torch.zeros(n, self.chunk, self.chunk, self.action_dim)
+            self._valid = torch.zeros(n, self.chunk, dtype=torch.bool)
+        if self.episode_count is not None:
+            count = self.episode_count().detach().cpu().clone()
+            if self._seen is not None and self._seen.shape == count.shape:
+                self.reset((count != self._seen).nonzero().flatten())
+            self._seen = count
+        self._history = torch.roll(self._history, 1, dims=1)
+        self._valid = torch.roll(self._valid, 1, dims=1)
+        self._history[:, 0] = chunks.detach().cpu()
+        self._valid[:, 0] = True
+        ages = torch.arange(self.chunk)
+        now = self._history[:, ages, ages]  # [N, age, A]: each prediction's action for now
+        w = self._weights * self._valid.float()
+        return (now * w[..., None]).sum(1) / w.sum(1, keepdim=True)
+
+
+def chunk_settings(meta: dict[str, Any] | None) -> tuple[int, float]:
+    """(chunk size, ensembling decay) of a policy's metadata or algo config (1: no chunks).
+
+    Exported metadata holds ``{"chunk": {"size": k, "ensemble_decay": m}}``; an offline
+    learner's config holds ``chunk`` and ``ensemble_decay``.
+    """
+    meta = meta or {}
+    chunk = meta.get("chunk")
+    if isinstance(chunk, dict):
+        return int(chunk.get("size", 1)), float(chunk.get("ensemble_decay", 0.1))
+    return int(chunk or 1), float(meta.get("ensemble_decay", 0.1))
+
+
+def with_chunking(policy: Callable[[torch.Tensor], torch.Tensor], meta: dict[str, Any] | None,
+                  action_dim: int) -> Any:
+    """``policy`` itself, or a :class:`ChunkedPolicy` around it if ``meta`` has chunks."""
+    size, decay = chunk_settings(meta)
+    return policy if size <= 1 else ChunkedPolicy(policy, size, action_dim, decay)
+
+
 def read_sidecar(path: Path) -> dict[str, Any] | None:
     """The ``policy.json`` beside an artifact ``path`` (None if there is none)."""
     sidecar = path.with_suffix(".json")
@@ -101,8 +186,11 @@ def read_sidecar(path: Path) -> dict[str, Any] | None:
         raise ExportError(f"cannot read the policy metadata {sidecar}: {err}") from err
 
 
-def load_policy(path: str | Path, verify_hash: bool = True) -> tuple[LoadedPolicy, dict[str, Any]]:
+def load_policy(path: str | Path, verify_hash: bool = True) -> tuple[Any, dict[str, Any]]:
     """Load an exported ``policy.pt`` (TorchScript) or ``policy.onnx`` and its metadata.
+
+    The policy is a :class:`LoadedPolicy`, or for an action-chunking policy a
+    :class:`ChunkedPolicy` around it (stateful: call ``reset()`` when an episode starts).
 
     The metadata is the one embedded in the file, completed by the ``policy.json``
     beside it if present; with ``verify_hash`` the file's sha256 must match the one
@@ -156,7 +244,8 @@ def load_policy(path: str | Path, verify_hash: bool = True) -> tuple[LoadedPolic
         meta = {**sidecar, **(meta or {}), "artifacts": sidecar.get("artifacts", {})}
     if meta is None:
         raise ExportError(f"{path} has no policy metadata (not written by `embodied export`?)")
-    return LoadedPolicy(path, kind, fn, int(meta["obs_dim"])), meta
+    loaded = LoadedPolicy(path, kind, fn, int(meta["obs_dim"]))
+    return with_chunking(loaded, meta, int(meta["action_dim"])), meta
 
 
 # ----------------------------------------------------------------- checking

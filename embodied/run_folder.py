@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from embodied import distributed
 from embodied.config import save_config
@@ -39,6 +39,18 @@ def saved_config(path: str | Path) -> DictConfig | None:
         if (folder / "config.yaml").is_file():
             return OmegaConf.load(folder / "config.yaml")
     return None
+
+
+def _resumed_value(given: Any, saved: Any) -> Any:
+    """A resumed run's setting: ``saved``, merged over ``given`` if both are sections of one kind.
+
+    Sections of another kind (another ``name``: e.g. an ``algo`` of another learner) are
+    replaced whole, since the given section's keys are not theirs.
+    """
+    if OmegaConf.is_dict(given) and OmegaConf.is_dict(saved) \
+            and given.get("name") == saved.get("name"):
+        return OmegaConf.merge(given, saved)
+    return saved
 
 
 @dataclass
@@ -76,7 +88,11 @@ class RunFolder:
         if differs:
             print(f"resume: using the run's own {', '.join(differs)} from {path} "
                   f"(the given values are ignored)")
-        return OmegaConf.merge(cfg, {k: saved[k] for k in RUN_KEYS if k in saved})
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            for key in (k for k in RUN_KEYS if k in saved):
+                cfg[key] = _resumed_value(cfg.get(key), saved[key])
+        return cfg
 
     def write_config(self, cfg: DictConfig) -> DictConfig:
         """``cfg`` with ``run_dir`` set to this folder, written to config.yaml (by rank 0)."""
@@ -125,6 +141,9 @@ class RunFolder:
         env = make_train_env(cfg, int(cfg.eval.num_envs), seed)
         if isinstance(policy, torch.nn.Module):
             policy.eval()
+        bind_env = getattr(policy, "bind_env", None)  # a stateful policy, reset per episode
+        if bind_env is not None:
+            bind_env(env)
         result = evaluate_and_track(
             policy, env, self.path / "eval.mp4", seed, video_envs=int(cfg.eval.video_envs),
             cameras=cfg.eval.cameras, width=int(cfg.eval.width), height=int(cfg.eval.height),

@@ -263,13 +263,16 @@ class EEDeltaAction(JointDeltaAction):
 
 
 ACTION_TYPES = ("joint_position", "joint_delta", "ee_delta")
+# What an env's ``action`` setting may name: the types, plus ``ee_delta_yaw`` (an ee_delta
+# mapping with the hand-yaw step, type ``ee_delta`` with ``yaw`` true in its metadata).
+ACTION_KINDS = (*ACTION_TYPES, "ee_delta_yaw")
 
 
 def make_action_map(kind: str, robot: RobotSpec, num_envs: int, speed: float = 0.5,
                     device: torch.device | str = "cpu", control_dt: float | None = None,
                     ee_bounds: tuple[Sequence[float], Sequence[float]] | None = None
                     ) -> JointPositionAction:
-    """The action mapping ``kind`` (one of :data:`ACTION_TYPES`) for ``num_envs`` envs.
+    """The action mapping ``kind`` (one of :data:`ACTION_KINDS`) for ``num_envs`` envs.
 
     It is stepped every ``control_dt`` seconds (None: the robot's own control period);
     ``ee_bounds`` is the (low, high) box [3] of the commanded tcp of ``ee_delta`` (m).
@@ -279,10 +282,10 @@ def make_action_map(kind: str, robot: RobotSpec, num_envs: int, speed: float = 0
         return JointPositionAction(robot, device)
     if kind == "joint_delta":
         return JointDeltaAction(robot, num_envs, speed, device, control_dt)
-    if kind == "ee_delta":
+    if kind in ("ee_delta", "ee_delta_yaw"):
         return EEDeltaAction(robot, num_envs, device=device, control_dt=control_dt,
-                             bounds=ee_bounds)
-    raise ValueError(f"unknown action type '{kind}'; choose one of {ACTION_TYPES}")
+                             bounds=ee_bounds, yaw=kind == "ee_delta_yaw")
+    raise ValueError(f"unknown action type '{kind}'; choose one of {ACTION_KINDS}")
 
 
 def action_map_from_metadata(action: dict, robot: RobotSpec, control_dt: float,

@@ -2,7 +2,7 @@
 # Creates .venv-isaaclab, the Python 3.12 environment of the Isaac Lab 3 backend (sim=isaaclab).
 # Isaac Lab 3.0 requires Python >= 3.12 and pins its own torch (2.11), warp, newton and mujoco,
 # so it never shares the project's .venv: the backend runs in a worker process started from
-# .venv-isaaclab/bin/python and talks to the main process over a pipe (sim/backends/isaaclab_proxy.py).
+# .venv-isaaclab/bin/python and talks to the main process over a socket pair (sim/backends/isaaclab.py).
 # Installs: isaaclab==3.0.0 (kit-less: Newton physics, no Isaac Sim), mujoco-usd-converter (MJCF -> USD,
 # offline), pyyaml, and the project's robots/sim packages on the path (a .pth file, no copy).
 # Idempotent: a stamp file records what was installed; a second run only checks. Log: .venv-isaaclab/install.log

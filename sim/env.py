@@ -30,6 +30,7 @@ from sim.physics import Physics, has_renderer
 from sim.protocol import batch_actions
 from sim.randomization import DomainRandomization
 from sim.task import Task
+from sim.visual import VisualRandomization, VisualSampler
 
 # Builds a backend's physics: (compiled model, num_envs, decimation, cfg) -> Physics.
 PhysicsFactory = Callable[[mujoco.MjModel, int, int, "EnvConfig"], Physics]
@@ -44,6 +45,9 @@ class EnvConfig:
     nthread: int | None = None  # physics threads; None: all cores
     obs_noise: bool = True
     randomization: DomainRandomization = field(default_factory=DomainRandomization)
+    # How camera frames look (lights, surface colours, camera poses, pixel noise), drawn
+    # per env at reset from a generator of its own; off by default (sim/visual.py).
+    visual: VisualRandomization = field(default_factory=VisualRandomization)
     episode_length_s: float | None = None  # None: the task's own
     decimation: int | None = None  # physics steps per control step; None: the task's own
     divergence_qvel: float = 1e3  # |qvel| above this counts as a diverged simulation
@@ -141,6 +145,7 @@ class TaskEnv:
                                     dtype=torch.float64, device=dev)
         self._latency = torch.zeros(self.num_envs, dtype=torch.long, device=dev)
         self._renderers: dict[tuple, Any] = {}
+        self._visual = self._visual_sampler()
         self._final_frames: dict[str, Any] | None = None  # see request_final_frames
         self.obs_dim = self._observe(noise=False).shape[1]
         self.obs_bounds = self._observation_bounds()
@@ -157,6 +162,14 @@ class TaskEnv:
         gain = rnd.sample(rnd.pd_gain_scale, n, self._gen)
         if self.physics.supports_parameter_randomization:
             self.physics.scale_parameters(ids, friction, mass, gain, self._ctrl_ids)
+
+    def _visual_sampler(self) -> VisualSampler | None:
+        """The per-env visual draws, or None when visual randomisation is off."""
+        if not self.cfg.visual.enabled:
+            return None
+        robot_body = (int(self.model.jnt_bodyid[self.model.actuator_trnid[0, 0]])
+                      if self.model.nu else None)
+        return VisualSampler(self.cfg.visual, self.model, robot_body, self.num_envs, self.seed)
 
     def _observation_bounds(self) -> tuple[torch.Tensor, torch.Tensor]:
         """float32 (low, high) [obs_dim]: the task's term bounds widened by the terms' noise.
@@ -195,6 +208,8 @@ class TaskEnv:
     def _reset_envs(self, ids: torch.Tensor) -> None:
         self.physics.reset(ids)
         self._randomize(ids)
+        if self._visual is not None:
+            self._visual.resample(ids.tolist())
         self.task.reset(ids, self._gen)
         self.state.ctrl[ids, self._ctrl_ids] = self.action_map.reset(
             ids, self.task.joint_pos[ids])
@@ -210,6 +225,8 @@ class TaskEnv:
         if seed is not None:
             self.seed = int(seed)
             self._gen.manual_seed(self.seed)
+            if self._visual is not None:
+                self._visual.reseed(self.seed)
         self._reset_envs(torch.arange(self.num_envs, device=self.device))
         return self._observe(noise=True)
 
@@ -326,13 +343,17 @@ class TaskEnv:
         key = (names, width, height)
         ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in env_ids]
         if self._engine_renders() and has_renderer(self.physics):
+            if self._visual is not None:
+                raise ValueError("visual randomisation needs the GL renderer; set "
+                                 "renderer='gl' or turn visual.enabled off")
             cam_ids = [known.index(c) for c in names]
             return self.physics.render(cam_ids, ids, width, height).cpu()
         if key not in self._renderers:
             self._renderers[key] = MultiViewRenderer(
                 self.model, names, width, height, tessellation=self.cfg.render_tessellation)
         datas = self.physics.mjdata(ids)
-        return torch.from_numpy(self._renderers[key].render(datas))
+        visual = None if self._visual is None else self._visual.batch(ids)
+        return torch.from_numpy(self._renderers[key].render(datas, visual=visual))
 
     def _engine_renders(self) -> bool:
         """Whether frames come from the engine's own renderer (``cfg.renderer``)."""

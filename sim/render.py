@@ -18,6 +18,9 @@
   offscreen buffer is enlarged **on that private copy**; no error is raised.
 * Frames are read into a per-worker scratch buffer and copied once, flipped
   upright, straight into the output array.
+* Visual randomisation (:mod:`sim.visual`) edits each scene after
+  ``mjv_updateScene`` (lights, geom colours, camera pose) and adds pixel noise to the
+  output; the models and datas stay untouched.
 
 The GL backend is chosen (:func:`sim.gl.select_gl_backend`) before ``mujoco`` is
 imported by this module.
@@ -37,6 +40,7 @@ from types import TracebackType
 from typing import Any
 
 from sim.gl import gl_context_class, select_gl_backend
+from sim.visual import VisualBatch
 
 # Before `import mujoco`, which reads MUJOCO_GL. With no working backend the error is
 # raised again, with its advice, by MultiViewRenderer().
@@ -130,7 +134,7 @@ class _GLWorker:
         self._scratch = np.empty((height, width, 3), dtype=np.uint8)
 
     def _render(self, datas: Sequence[mujoco.MjData], start: int, stop: int,
-                out: np.ndarray) -> None:
+                out: np.ndarray, visual: VisualBatch | None) -> None:
         scene, con, rect, scratch = self._scene, self._con, self._rect, self._scratch
         option, catmask = self._option, mujoco.mjtCatBit.mjCAT_ALL
         for b in range(start, stop):
@@ -138,10 +142,14 @@ class _GLWorker:
             model = data.model
             for v, cam in enumerate(self._cameras):
                 mujoco.mjv_updateScene(model, data, option, None, cam, catmask, scene)
+                if visual is not None:
+                    visual.apply_to_scene(scene, b, cam.fixedcamid)
                 mujoco.mjr_render(rect, scene, con)
                 mujoco.mjr_readPixels(scratch, None, rect, con)
                 # OpenGL rows run bottom-up: one flipped copy into the caller's array.
                 np.copyto(out[b, v], scratch[::-1])
+            if visual is not None:
+                visual.add_noise(out[b], b)
 
     def _free(self) -> None:
         if self._con is not None:
@@ -153,8 +161,8 @@ class _GLWorker:
 
     # -- called from the owner's thread -----------------------------------------------
     def submit(self, datas: Sequence[mujoco.MjData], start: int, stop: int,
-               out: np.ndarray) -> cf.Future:
-        return self._call(self._render, datas, start, stop, out)
+               out: np.ndarray, visual: VisualBatch | None = None) -> cf.Future:
+        return self._call(self._render, datas, start, stop, out, visual)
 
     def close(self) -> None:
         """Free the GL resources on the worker thread, then stop it (idempotent)."""
@@ -302,13 +310,16 @@ class MultiViewRenderer:
             raise ValueError(f"datas[{index}] belongs to a model of another structure than "
                              f"the renderer's model (data vs renderer: {diff})")
 
-    def render(self, datas: Sequence[mujoco.MjData], out: np.ndarray | None = None) -> np.ndarray:
+    def render(self, datas: Sequence[mujoco.MjData], out: np.ndarray | None = None,
+               visual: VisualBatch | None = None) -> np.ndarray:
         """Render every camera for every data.
 
         Args:
             datas: One ``MjData`` per environment, kinematics up to date.
             out: Optional preallocated uint8 array of shape ``[B, V, H, W, 3]`` to
                 write into (it may be a strided view).
+            visual: Optional per-env visual changes (lights, surface colours, camera
+                poses, pixel noise; :mod:`sim.visual`), row ``b`` for ``datas[b]``.
 
         Returns:
             ``out`` (or a new array) of shape ``[B, V, H, W, 3]``, uint8 RGB, row 0 at
@@ -330,6 +341,9 @@ class MultiViewRenderer:
                                  f"{out.shape}")
             if not out.flags.writeable:
                 raise ValueError("out is read-only")
+        if visual is not None and len(visual.light_scale) != len(datas):
+            raise ValueError(f"visual holds {len(visual.light_scale)} envs for {len(datas)} "
+                             "datas")
         for i, data in enumerate(datas):
             self._check_data(i, data)
         nbatch = len(datas)
@@ -337,7 +351,7 @@ class MultiViewRenderer:
             return out
         nwork = min(len(self._workers), nbatch)
         bounds = [nbatch * k // nwork for k in range(nwork + 1)]
-        futures = [w.submit(datas, bounds[k], bounds[k + 1], out)
+        futures = [w.submit(datas, bounds[k], bounds[k + 1], out, visual)
                    for k, w in enumerate(self._workers[:nwork])]
         # Wait for every worker before raising, so none writes to `out` after we return.
         cf.wait(futures)

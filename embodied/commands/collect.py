@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from embodied.commands.registry import command
 from embodied.datasets import DatasetError
+from embodied.datasets.actions import action_kind
 from embodied.datasets.collect import frame_features, record_sources, sources, split_episodes
 from embodied.datasets.writer import DatasetWriter
 from embodied.envs import make_train_env
@@ -41,11 +42,12 @@ def run_collect(cfg: DictConfig) -> dict[str, Any]:
     fps = round(1.0 / env.control_dt)
     width, height = int(cfg.width), int(cfg.height)
     writer = DatasetWriter(
-        cfg.out, fps, frame_features(env.obs_dim, env.action_dim), cameras, (height, width),
+        cfg.out, fps, frame_features(env), cameras, (height, width),
         robot_type=env.robot.name, episodes_per_file=int(cfg.episodes_per_file),
         extra_info={"embodied": {
             "task": cfg.task.name, "instruction": env.instruction, "robot": env.robot.name,
             "control_dt": env.control_dt, "cameras": cameras,
+            "action_space": action_kind(env.action_map),
             "task_config": OmegaConf.to_container(cfg.task, resolve=True),
             "collection": {"sources": [list(p) for p in pairs], "seed": int(cfg.seed),
                            "episodes": total, "num_envs": num_envs}}},

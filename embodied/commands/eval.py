@@ -49,6 +49,9 @@ def run_evaluation(cfg: DictConfig) -> dict[str, Any]:
     env = make_task_env(OmegaConf.create(task), cfg, num_envs, seed)
     try:
         check_policy_fits(policy, meta, source, env, task["name"])
+        bind_env = getattr(policy, "bind_env", None)  # a stateful policy, reset per episode
+        if bind_env is not None:
+            bind_env(env)
     except Exception:
         env.close()
         raise

@@ -14,6 +14,9 @@ from omegaconf import DictConfig
 from embodied.commands.registry import command
 from embodied.config import ConfigError
 from embodied.datasets import DatasetError, LeRobotDataset
+from embodied.datasets.actions import ACTION_COLUMN_PREFIX, action_column
+from embodied.datasets.format import ACTION
+from embodied.datasets.rabc import RABC_WEIGHT
 from embodied.envs import make_train_env
 from embodied.learners.base import train_in
 from embodied.learners.factory import learner_class
@@ -21,6 +24,29 @@ from embodied.offline.data import load_transitions
 from embodied.offline.runner import with_dataset_task
 from embodied.rl.checkpoint import CheckpointError
 from embodied.run_folder import EVAL_SEED_OFFSET, RunFolder, print_summary
+
+
+def action_key(cfg: DictConfig, ds: LeRobotDataset) -> str:
+    """The dataset column of ``cfg.action_space`` (``action`` for the recorded space)."""
+    native = (ds.info.get("embodied") or {}).get("action_space")
+    kind = cfg.get("action_space")
+    if kind is None or kind == native:
+        return ACTION
+    column = action_column(str(kind))
+    if column not in ds.features:
+        have = [native] + [k.removeprefix(ACTION_COLUMN_PREFIX) for k in ds.features
+                           if k.startswith(ACTION_COLUMN_PREFIX)]
+        raise DatasetError(f"action_space={kind}: {ds.root} holds actions of {have}; choose "
+                           "one of them (or recollect with this version of `embodied collect`)")
+    return column
+
+
+def with_action_space(cfg: DictConfig, ds: LeRobotDataset) -> DictConfig:
+    """``cfg`` whose task acts in ``action_space`` (the policy is evaluated in that space)."""
+    if cfg.get("action_space") is not None:
+        action_key(cfg, ds)  # an unknown space is an error before anything runs
+        cfg.task.action = str(cfg.action_space)
+    return cfg
 
 
 @command("offline", "train IQL or BC on a dataset, evaluated in simulation (run folder as for "
@@ -34,10 +60,12 @@ def run_offline(cfg: DictConfig) -> dict[str, Any]:
     if learner_cls.online:
         raise ConfigError(f"algo={cfg.algo.name} learns online: use `embodied train`")
     ds = LeRobotDataset(str(cfg.dataset))
-    cfg = with_dataset_task(cfg, ds)
+    cfg = with_action_space(with_dataset_task(cfg, ds), ds)
     run = RunFolder.from_config(cfg, learner_cls.checkpoint_suffix, learner_cls.checkpoint_kind)
     cfg = run.write_config(cfg)
-    data = load_transitions(ds.root, str(cfg.reward_key))
+    data = load_transitions(ds.root, str(cfg.reward_key), action_key=action_key(cfg, ds),
+                            chunk=int(cfg.algo.get("chunk") or 1),
+                            weight_key=RABC_WEIGHT if cfg.algo.name == "rabc" else None)
     eval_env = None
     if int(cfg.eval_episodes) > 0:
         eval_env = make_train_env(cfg, min(int(cfg.eval_episodes), 64),

@@ -1,4 +1,8 @@
-"""`embodied reward eval`: reward-model metrics on the held-out episodes of a frame dataset."""
+"""`embodied reward eval`: reward-model metrics on the held-out episodes of a frame dataset.
+
+Then, unless ``shift.episodes=0``, the visual-shift suite on fresh episodes (see
+:func:`embodied.reward.prm.evaluate.shift_suite`).
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,11 @@ from embodied.commands.registry import command
 from embodied.reward.base import make_reward_model
 from embodied.reward.prm.checkpoint import find_prm_checkpoint, newest_prm_checkpoint
 from embodied.reward.prm.data import load_frames
-from embodied.reward.prm.evaluate import evaluate, print_metrics
+from embodied.reward.prm.evaluate import evaluate, print_metrics, shift_suite
 
 
-@command("reward eval", "reward-model metrics on held-out episodes (VOC, success F1/AUROC, ...)",
+@command("reward eval", "reward-model metrics on held-out episodes (VOC, success F1/AUROC, ...) "
+         "and under visual shift",
          errors=(FileNotFoundError, ValueError))
 def run_reward_eval(cfg: DictConfig) -> dict[str, Any]:
     """Metrics of any reward model on the held-out episodes of a frame dataset."""
@@ -40,6 +45,12 @@ def run_reward_eval(cfg: DictConfig) -> dict[str, Any]:
     data = load_frames(data_path)
     out_dir = Path(cfg.out_dir or (ckpt.parent if ckpt else data_path))
     metrics = evaluate(model, data, split=cfg.split, plot=out_dir / "eval.png")
+    shift = cfg.get("shift") or {}
+    if int(shift.get("episodes") or 0) > 0:
+        kinds = OmegaConf.to_container(shift.kinds, resolve=True)
+        metrics["shift"] = shift_suite(model, data, kinds, int(shift.episodes), int(shift.seed),
+                                       int(shift.batch_envs), shift.get("cache"),
+                                       plot=out_dir / "eval_shift.png")
     (out_dir / "eval_metrics.json").write_text(json.dumps(metrics, indent=2))
     print_metrics(metrics)
     return metrics

@@ -20,7 +20,7 @@ from embodied.commands.registry import command
 from embodied.config import save_config
 from embodied.reward.prm.checkpoint import CHECKPOINT_NAME, save_prm
 from embodied.reward.prm.data import DataConfig, load_or_simulate
-from embodied.reward.prm.evaluate import evaluate, print_metrics
+from embodied.reward.prm.evaluate import evaluate, fit_success_calibration, print_metrics
 from embodied.reward.prm.model import LearnedPRM
 from embodied.reward.prm.network import PRMConfig
 from embodied.reward.prm.train import TrainConfig, train_prm
@@ -59,7 +59,8 @@ def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
         return {"rank": distributed.rank(), "train": stats}
     info = {"task": data.meta["task"], "instruction": data.instruction,
             "cameras": data.cameras, "data": str(path), "train": stats,
-            "data_seconds": round(sim_s, 1)}
+            "data_seconds": round(sim_s, 1),
+            "success_calibration": fit_success_calibration(net, data)}  # held-out states
     ckpt = save_prm(run_dir / CHECKPOINT_NAME, net, info)
     metrics = evaluate(LearnedPRM(ckpt), data, plot=run_dir / "eval.png")
     info["metrics"] = metrics

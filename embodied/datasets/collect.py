@@ -6,6 +6,9 @@ success of the reached state, the privileged progress and success of the observe
 state (``sim.progress``, ``sim.success``: what the oracle reward model replays),
 and every camera view of the observed state (one MP4 stream per camera). Frame t
 is the state before action t, at ``timestamp = t * control_dt`` (fps = control rate).
+``action`` is in the env's action space (``info.json``: ``embodied.action_space``);
+``action.<kind>`` holds the equivalent actions of every other space
+(:mod:`embodied.datasets.actions`), so one dataset trains learners in any of them.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 import torch
 from omegaconf import ListConfig, OmegaConf
 
+from embodied.datasets.actions import ActionSpaces, action_column, action_kind, action_names
 from embodied.datasets.format import (
     ACTION,
     DONE,
@@ -34,14 +38,38 @@ from embodied.rl.checkpoint import run_dir_of
 Policy = Callable[[torch.Tensor], torch.Tensor]
 
 
-def frame_features(obs_dim: int, action_dim: int) -> dict[str, dict[str, Any]]:
-    """The non-video frame features of a collected dataset."""
-    def f(dtype: str, dim: int = 1) -> dict[str, Any]:
-        return {"dtype": dtype, "shape": [dim], "names": None}
+def observation_names(env: Any) -> list[str]:
+    """One name per observation dimension: ``<term>`` or ``<term>.<i>`` for wider terms."""
+    from embodied.export import observation_layout
 
-    return {STATE: f("float32", obs_dim), ACTION: f("float32", action_dim),
+    return [term["name"] if term["size"] == 1 else f"{term['name']}.{i}"
+            for term in observation_layout(env) for i in range(term["size"])]
+
+
+def frame_features(env: Any) -> dict[str, dict[str, Any]]:
+    """The non-video frame features of a dataset collected on ``env``, names filled.
+
+    ``action`` is in the env's action space; ``action.<kind>`` holds the equivalent actions
+    of every other space (:mod:`embodied.datasets.actions`); ``sim.joint_pos`` the measured
+    joint positions (rad) they are computed from.
+    """
+    def f(dtype: str, names: list[str] | None = None) -> dict[str, Any]:
+        return {"dtype": dtype, "shape": [len(names) if names else 1], "names": names}
+
+    spaces = action_spaces(env)
+    actions = {action_column(k): f("float32", action_names(k, env.robot))
+               for k in spaces.others()}
+    return {STATE: f("float32", observation_names(env)),
+            ACTION: f("float32", action_names(spaces.native, env.robot)), **actions,
             REWARD: f("float32"), DONE: f("bool"), TRUNCATED: f("bool"), SUCCESS: f("bool"),
-            SIM_PREFIX + "progress": f("float32"), SIM_PREFIX + "success": f("bool")}
+            SIM_PREFIX + "progress": f("float32"), SIM_PREFIX + "success": f("bool"),
+            SIM_PREFIX + "joint_pos": f("float32", list(env.robot.joint_names))}
+
+
+def action_spaces(env: Any) -> ActionSpaces:
+    """The converter from ``env``'s action space into the others."""
+    return ActionSpaces(action_kind(env.action_map), env.robot, env.control_dt,
+                        float(env.cfg.action_speed), env.task.ee_bounds)
 
 
 def make_policy(env: Any, policy: str, noise: float, seed: int) -> tuple[Policy, str]:
@@ -118,6 +146,9 @@ def record_round(env: Any, policy: Policy, cameras: Sequence[str], width: int,
     """One episode per env from a fresh reset: per-frame data, views and the outcome."""
     n = env.num_envs
     obs = env.reset()
+    spaces = action_spaces(env)
+    shadow = spaces.native_map(n)  # the commanded joint targets, replayed from the actions
+    shadow.reset(torch.arange(n), env.task.joint_pos)
     progress = env.task.progress().to(torch.float32).clone()
     success_now = env.task.success().clone()
     active = torch.ones(n, dtype=torch.bool)
@@ -132,12 +163,15 @@ def record_round(env: Any, policy: Policy, cameras: Sequence[str], width: int,
         if cameras:
             frame[ids.numpy()] = env.render(list(cameras), ids, width, height).numpy()
         views.append(frame)
+        joint_pos = env.task.joint_pos.to(torch.float32).clone()
         action = policy(obs).to(torch.float32).clamp(-1.0, 1.0)
+        target = shadow(action)[:, :shadow.num_joints].clone()
         next_obs, reward, terminated, truncated, info = env.step(action)
         steps.append({"obs": obs.clone(), "action": action.clone(), "reward": reward.clone(),
                       "terminated": terminated.clone(), "truncated": truncated.clone(),
                       "success": info["success"].clone(), "progress": progress.clone(),
-                      "success_now": success_now.clone(), "active": active.clone()})
+                      "success_now": success_now.clone(), "active": active.clone(),
+                      "joint_pos": joint_pos, "target": target})
         returns += torch.where(active, reward.double(), 0.0)
         length += active.long()
         done = terminated | truncated
@@ -153,12 +187,15 @@ def record_round(env: Any, policy: Policy, cameras: Sequence[str], width: int,
         t = int(length[i])
         pick = {k: torch.stack([s[k][i] for s in steps[:t]]).numpy() for k in steps[0]}
         last = pick["terminated"][-1] | pick["truncated"][-1]
+        others = spaces.convert(pick["action"], pick["joint_pos"][0], pick["target"])
         episodes.append({
             "data": {STATE: pick["obs"], ACTION: pick["action"], REWARD: pick["reward"],
                      DONE: pick["terminated"] | pick["truncated"],
                      TRUNCATED: pick["truncated"] & ~pick["terminated"],
                      SUCCESS: pick["success"], SIM_PREFIX + "progress": pick["progress"],
-                     SIM_PREFIX + "success": pick["success_now"]},
+                     SIM_PREFIX + "success": pick["success_now"],
+                     SIM_PREFIX + "joint_pos": pick["joint_pos"],
+                     **{action_column(k): v for k, v in others.items()}},
             "videos": {c: np.stack([v[i, j] for v in views[:t]]) for j, c in enumerate(cameras)},
             "success": bool(outcome[i]), "return": float(returns[i]), "complete": bool(last),
         })

@@ -57,6 +57,7 @@ from embodied.datasets.meta import (
     write_json,
     write_parquet,
 )
+from embodied.datasets.rabc import RABC_WEIGHT, rabc_weights
 from embodied.datasets.reader import LeRobotDataset
 from embodied.files import atomic_path, writing
 from embodied.plots import plot_progress
@@ -68,6 +69,7 @@ LABEL_FEATURES = {
     PROGRESS: {"dtype": "float32", "shape": [1], "names": None},
     REWARD: {"dtype": "float32", "shape": [1], "names": None},
     SUCCESS: {"dtype": "bool", "shape": [1], "names": None},
+    RABC_WEIGHT: {"dtype": "float32", "shape": [1], "names": None},
 }
 
 
@@ -118,7 +120,8 @@ def episode_labels(progress: np.ndarray, success_prob: np.ndarray | None,
     ``PotentialShaping`` without ``phi_final``). ``next.success`` is the model's success
     of the reached state (``success_prob >= success_threshold``, or progress >=
     ``progress_success`` for models without a success head); ``next.reward`` is the
-    reward of ``reward.mode`` with potential-based shaping by progress.
+    reward of ``reward.mode`` with potential-based shaping by progress; ``rabc.weight``
+    the RA-BC weight of the frame's progress gain (:mod:`embodied.datasets.rabc`).
     """
     from embodied.reward import combine_rewards, shaping_term
 
@@ -138,8 +141,11 @@ def episode_labels(progress: np.ndarray, success_prob: np.ndarray | None,
                              torch.from_numpy(succ_now[nxt]), shaping,
                              float(cfg.reward.get("sparse_weight", 1.0)),
                              float(cfg.reward.get("prm_weight", 1.0)))
+    rabc = cfg.get("rabc") or {}
     return {PROGRESS: progress.astype(np.float32), REWARD: reward.numpy().astype(np.float32),
-            SUCCESS: succ_now[nxt].astype(bool)}
+            SUCCESS: succ_now[nxt].astype(bool),
+            RABC_WEIGHT: rabc_weights(progress, int(rabc.get("window", 25)),
+                                      float(rabc.get("kappa", 0.01)))}
 
 
 def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -203,7 +209,7 @@ def resolve_reward(cfg: DictConfig, ds: LeRobotDataset) -> DictConfig:
 def settings(cfg: DictConfig, source: Path) -> dict[str, Any]:
     """What determines the labels; a resumed run must have the same."""
     keep = ("reward", "batch_size", "gamma", "success_threshold", "progress_success",
-            "instruction", "cameras")
+            "instruction", "cameras", "rabc")
     return {"source": str(source.resolve()),
             **{k: OmegaConf.to_container(cfg, resolve=True).get(k) for k in keep}}
 

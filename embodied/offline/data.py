@@ -5,6 +5,10 @@ reward of that transition and the next frame is s_{t+1}. The last frame of an ep
 has no stored next state: if the episode ended by termination (``next.done`` and not
 ``next.truncated``) it is a terminal transition (its next state is never used);
 if it ended by a time limit it is dropped, since its value cannot be bootstrapped.
+
+With ``chunk`` k > 1 the action of a transition is the chunk ``a_t .. a_{t+k-1}``
+flattened ([k * A]; past the episode's end its last action repeats), what an
+action-chunking policy regresses; critics see its first action ``a_t``.
 """
 
 from __future__ import annotations
@@ -30,32 +34,95 @@ class Transitions:
     terminal: torch.Tensor
     episode_end: torch.Tensor  # bool: the last transition kept of its episode
     episode_returns: np.ndarray  # per episode, of the chosen reward column
+    weights: torch.Tensor | None = None  # per-transition policy-loss weights (e.g. RA-BC)
+    obs_names: list[str] | None = None  # per observation dimension, from the dataset
 
     def __len__(self) -> int:
         return len(self.obs)
 
     def sample(self, batch_size: int, gen: torch.Generator) -> tuple[torch.Tensor, ...]:
-        """A uniform minibatch (with replacement): obs, actions, rewards, next_obs, terminal."""
+        """A uniform minibatch (with replacement).
+
+        obs, actions, rewards, next_obs, terminal, and the weights (ones without them).
+        """
         ids = torch.randint(len(self.obs), (batch_size,), generator=gen)
+        weights = torch.ones(batch_size) if self.weights is None else self.weights[ids]
         return (self.obs[ids], self.actions[ids], self.rewards[ids], self.next_obs[ids],
-                self.terminal[ids])
+                self.terminal[ids], weights)
 
 
-def load_transitions(root: str | Path, reward_key: str = REWARD,
-                     obs_key: str = STATE) -> Transitions:
-    """All transitions of a dataset, with rewards from ``reward_key``."""
+def chunks(actions: np.ndarray, k: int) -> np.ndarray:
+    """[T, k * A]: row t holds ``actions[t .. t+k-1]`` (the last action repeats past the end)."""
+    idx = np.minimum(np.arange(len(actions))[:, None] + np.arange(k)[None], len(actions) - 1)
+    return actions[idx].reshape(len(actions), -1)
+
+
+LAST_ACTION = "last_action"  # the observation term holding the previous action
+
+
+def term_of(name: str) -> str:
+    """The observation term of a dimension's name (``<term>`` or ``<term>.<i>``)."""
+    head, _, tail = name.rpartition(".")
+    return head if head and tail.isdigit() else name
+
+
+def with_last_action_names(names: list[str], width: int) -> list[str]:
+    """``names`` with the ``last_action`` term ``width`` dimensions wide."""
+    cols = [i for i, n in enumerate(names) if term_of(n) == LAST_ACTION]
+    if not cols:
+        return names
+    return names[:cols[0]] + [f"{LAST_ACTION}.{i}" for i in range(width)] + names[cols[-1] + 1:]
+
+
+def with_last_action(obs: np.ndarray, names: list[str] | None,
+                     actions: np.ndarray) -> np.ndarray:
+    """``obs`` [T, D] of an episode with its ``last_action`` term in another action space.
+
+    ``actions`` [T, A] are the episode's actions in that space; the term becomes the
+    previous one (at t = 0: zeros, with the recorded first value of the last dimension,
+    the gripper). An observation without that term, or without names, is returned as is.
+    """
+    cols = [i for i, n in enumerate(names or []) if term_of(n) == LAST_ACTION]
+    if not cols:
+        return obs
+    first = np.zeros((1, actions.shape[1]), np.float32)
+    first[0, -1] = obs[0, cols[-1]]
+    prev = np.concatenate([first, actions[:-1]]).astype(np.float32)
+    return np.concatenate([obs[:, :cols[0]], prev, obs[:, cols[-1] + 1:]], axis=1)
+
+
+def load_transitions(root: str | Path, reward_key: str = REWARD, obs_key: str = STATE,
+                     action_key: str = ACTION, chunk: int = 1,
+                     weight_key: str | None = None) -> Transitions:
+    """All transitions of a dataset, rewards from ``reward_key``, actions from ``action_key``.
+
+    ``chunk``: actions per transition (see the module doc); ``weight_key``: a column of
+    per-frame policy-loss weights (``embodied label``'s ``rabc.weight``), or None.
+    """
     ds = LeRobotDataset(root)
-    for key in (obs_key, ACTION, reward_key):
+    hints = {reward_key: "label the dataset (embodied label) or choose reward_key=",
+             action_key: "choose action_space= among the dataset's action columns",
+             obs_key: "", **({weight_key: "label the dataset with rabc weights "
+                                          "(embodied label ... rabc.window=...)"}
+                             if weight_key else {})}
+    for key, hint in hints.items():
         if key not in ds.features:
             raise DatasetError(f"{ds.root / 'meta/info.json'}: no feature '{key}' (features: "
-                               f"{sorted(ds.features)}); label the dataset (embodied label) "
-                               "or choose reward_key=")
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("o", "a", "r", "n", "t", "e")}
+                               f"{sorted(ds.features)}); {hint}".rstrip("; "))
+    if chunk < 1:
+        raise DatasetError(f"chunk must be >= 1 actions, got {chunk}")
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in ("o", "a", "r", "n", "t", "e", "w")}
     returns = []
+    source_names = names = ds.features[obs_key].get("names")
+    if action_key != ACTION and names:
+        names = with_last_action_names(names, ds.features[action_key]["shape"][0])
     for ep in range(ds.num_episodes):
-        d = ds.episode_data(ep, [obs_key, ACTION, reward_key]
+        d = ds.episode_data(ep, [obs_key, action_key, reward_key]
+                            + ([weight_key] if weight_key else [])
                             + [k for k in (DONE, TRUNCATED) if k in ds.features])
-        obs, length = d[obs_key].astype(np.float32), len(d[ACTION])
+        obs, length = d[obs_key].astype(np.float32), len(d[action_key])
+        if action_key != ACTION:  # the policy will see its own space's last action
+            obs = with_last_action(obs, source_names, d[action_key].astype(np.float32))
         done_last = bool(d[DONE][-1]) if DONE in d else False
         truncated_last = bool(d[TRUNCATED][-1]) if TRUNCATED in d else True
         terminal = np.zeros(length, np.float32)
@@ -65,12 +132,14 @@ def load_transitions(root: str | Path, reward_key: str = REWARD,
             keep = length
         next_obs = np.concatenate([obs[1:], obs[-1:]])
         parts["o"].append(obs[:keep])
-        parts["a"].append(d[ACTION][:keep].astype(np.float32))
+        parts["a"].append(chunks(d[action_key].astype(np.float32), chunk)[:keep])
+        if weight_key:
+            parts["w"].append(d[weight_key][:keep].astype(np.float32).reshape(-1))
         parts["r"].append(d[reward_key][:keep].astype(np.float32).reshape(-1))
         parts["n"].append(next_obs[:keep])
         parts["t"].append(terminal[:keep])
         parts["e"].append(np.arange(keep) == keep - 1)
         returns.append(float(np.sum(d[reward_key])))
-    cat = {k: torch.from_numpy(np.concatenate(v)) for k, v in parts.items()}
+    cat = {k: torch.from_numpy(np.concatenate(v)) for k, v in parts.items() if v}
     return Transitions(cat["o"], cat["a"], cat["r"], cat["n"], cat["t"], cat["e"],
-                       np.array(returns))
+                       np.array(returns), cat.get("w"), names)

@@ -13,8 +13,19 @@ IQL never queries actions outside the dataset:
   hundredths of an action unit from step to step.
 
 BC is the same policy update with every weight 1 (``beta = 0``, no critics), so the two
-differ only in what the reward teaches. The policy is an :class:`ActorCritic` (its
-critic holds V), so a run folder of this learner evaluates and exports like PPO's.
+differ only in what the reward teaches; RA-BC (``rabc``) is BC with each frame's weight
+from the dataset (its reward model's progress gain, :mod:`embodied.datasets.rabc`).
+
+With ``chunk`` k > 1 the policy predicts the next k actions (``[k * A]``, action
+chunking as in ACT) and the exported/evaluated policy executes them with temporal
+ensembling (:class:`embodied.policy_io.ChunkedPolicy`); the critics judge the first
+action of a chunk and its advantage weighs the whole chunk's regression.
+``ignore_obs`` names observation terms the policy does not see (the inputs are zeroed
+by the first layer's weights, which stay 0): a behaviour cloner that sees its own last
+action learns to repeat it instead of reading the state (copycat problem).
+
+The policy is an :class:`ActorCritic` (its critic holds V), so a run folder of this
+learner evaluates and exports like PPO's.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from embodied.rl.actor_critic import ActorCritic, mlp
 
 @dataclass
 class OfflineConfig:
-    """Settings of IQL (``name='iql'``) and BC (``name='bc'``)."""
+    """Settings of IQL (``name='iql'``), BC (``name='bc'``) and RA-BC (``name='rabc'``)."""
 
     name: str = "iql"
     gamma: float = 0.99
@@ -54,6 +65,9 @@ class OfflineConfig:
     # in the data (e.g. a last-action term of a steady joint) would otherwise be scaled up
     # so much that the policy's own small deviations become huge inputs in closed loop.
     min_obs_std: float = 0.1
+    chunk: int = 1                  # actions predicted per step (action chunking)
+    ensemble_decay: float = 0.1     # temporal ensembling weight exp(-decay * age)
+    ignore_obs: list[str] = field(default_factory=list)  # observation terms the policy ignores
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> OfflineConfig:
@@ -63,6 +77,9 @@ class OfflineConfig:
         if unknown:
             raise ValueError(f"unknown offline algo settings {unknown}; known: {sorted(known)}")
         return cls(**values)
+
+
+ALGOS = ("iql", "bc", "rabc")
 
 
 class TwinQ(nn.Module):
@@ -88,17 +105,28 @@ def expectile_loss(diff: torch.Tensor, expectile: float) -> torch.Tensor:
 class OfflineLearner:
     """IQL or BC updates of an :class:`ActorCritic` (and, for IQL, twin critics)."""
 
-    def __init__(self, obs_dim: int, action_dim: int, cfg: OfflineConfig):
-        if cfg.name not in ("iql", "bc"):
-            raise ValueError(f"offline algo must be 'iql' or 'bc', got '{cfg.name}'")
-        self.cfg = cfg
-        self.policy = ActorCritic(obs_dim, action_dim, cfg.actor_hidden, cfg.critic_hidden,
-                                  cfg.activation, cfg.init_noise_std, cfg.normalize_obs)
+    def __init__(self, obs_dim: int, action_dim: int, cfg: OfflineConfig,
+                 ignored: torch.Tensor | None = None):
+        """``action_dim``: of one action; ``ignored``: bool [obs_dim], inputs the policy skips."""
+        if cfg.name not in ALGOS:
+            raise ValueError(f"offline algo must be one of {ALGOS}, got '{cfg.name}'")
+        if cfg.chunk < 1:
+            raise ValueError(f"chunk must be >= 1, got {cfg.chunk}")
+        self.cfg, self.action_dim = cfg, action_dim
+        self.policy = ActorCritic(obs_dim, action_dim * cfg.chunk, cfg.actor_hidden,
+                                  cfg.critic_hidden, cfg.activation, cfg.init_noise_std,
+                                  cfg.normalize_obs)
         self.policy.eval()  # the normaliser holds the dataset's statistics, never updated
+        if ignored is not None and bool(ignored.any()):
+            first = next(m for m in self.policy.actor.modules() if isinstance(m, nn.Linear))
+            keep = (~ignored).to(first.weight.dtype)
+            with torch.no_grad():
+                first.weight.mul_(keep)
+            first.weight.register_hook(lambda grad: grad * keep)  # Adam keeps them at 0
         self.actor_opt = torch.optim.Adam(self.policy.actor.parameters(), lr=cfg.learning_rate)
         self.q: TwinQ | None = None
         if cfg.name == "iql":
-            self.q = TwinQ(obs_dim, action_dim, cfg.critic_hidden, cfg.activation)
+            self.q = TwinQ(obs_dim, action_dim, cfg.critic_hidden, cfg.activation)  # first action
             self.q_target = copy.deepcopy(self.q).requires_grad_(False)
             self.q_opt = torch.optim.Adam(self.q.parameters(), lr=cfg.learning_rate)
             self.v_opt = torch.optim.Adam(self.policy.critic.parameters(), lr=cfg.learning_rate)
@@ -114,13 +142,21 @@ class OfflineLearner:
             norm.var.clamp_(min=self.cfg.min_obs_std ** 2)
 
     def update(self, obs: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
-               next_obs: torch.Tensor, terminal: torch.Tensor) -> dict[str, float]:
-        """One gradient step on a minibatch; returns the losses and diagnostics."""
+               next_obs: torch.Tensor, terminal: torch.Tensor,
+               frame_weights: torch.Tensor | None = None) -> dict[str, float]:
+        """One gradient step on a minibatch; returns the losses and diagnostics.
+
+        ``actions`` [B, chunk * A] (chunks); ``frame_weights`` [B] multiply the policy
+        loss of ``rabc`` (ignored by ``bc`` and ``iql``).
+        """
         cfg, policy = self.cfg, self.policy
         s = policy.normalize(obs, update=False)
         stats: dict[str, float] = {}
+        chunk_actions, actions = actions, actions[:, :self.action_dim]
         if self.q is None:
             weights = torch.ones_like(rewards)
+            if cfg.name == "rabc" and frame_weights is not None:
+                weights = frame_weights
         else:
             s_next = policy.normalize(next_obs, update=False)
             with torch.no_grad():
@@ -147,7 +183,7 @@ class OfflineLearner:
             stats |= {"loss/value": v_loss.item(), "loss/q": q_loss.item(),
                       "q_mean": q_t.mean().item(), "advantage_mean": advantage.mean().item(),
                       "weight_mean": weights.mean().item()}
-        actor_loss = (weights * (policy.actor(s) - actions).square().sum(-1)).mean()
+        actor_loss = (weights * (policy.actor(s) - chunk_actions).square().sum(-1)).mean()
         self.actor_opt.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_opt.step()

@@ -21,8 +21,9 @@ from tqdm import tqdm
 from embodied.config import ConfigError
 from embodied.datasets import DatasetError, LeRobotDataset
 from embodied.learners.base import Policy, register_learner
-from embodied.offline.data import Transitions
+from embodied.offline.data import Transitions, term_of
 from embodied.offline.iql import OfflineConfig, OfflineLearner
+from embodied.policy_io import ChunkedPolicy
 from embodied.rl.checkpoint import (
     CHECKPOINT_FORMAT,
     checkpoint_path,
@@ -55,7 +56,25 @@ def with_dataset_task(cfg: DictConfig, ds: LeRobotDataset) -> DictConfig:
     return cfg
 
 
-@register_learner("iql", "bc")
+def ignored_inputs(names: list[str] | None, terms: list[str]) -> torch.Tensor | None:
+    """Bool mask of the observation dimensions whose term is in ``terms`` (None: none).
+
+    ``names`` are the dataset's per-dimension names (``<term>`` or ``<term>.<i>``).
+    """
+    if not terms:
+        return None
+    if not names:
+        raise DatasetError("algo.ignore_obs needs the dataset's observation names (recollect "
+                           "it with this version of `embodied collect`)")
+    known = [term_of(n) for n in names]
+    unknown = sorted(set(terms) - set(known))
+    if unknown:
+        raise DatasetError(f"algo.ignore_obs names {unknown}, not observation terms of the "
+                           f"dataset ({list(dict.fromkeys(known))})")
+    return torch.tensor([t in terms for t in known])
+
+
+@register_learner("iql", "bc", "rabc")
 class OfflineRunner:
     """Gradient steps on minibatches of a :class:`Transitions`.
 
@@ -78,7 +97,8 @@ class OfflineRunner:
         self.data, self.cfg, self.run_dir = data, cfg, Path(run_dir)
         self.label = cfg.name.upper()
         torch.manual_seed(seed)
-        self.learner = OfflineLearner(data.obs.shape[1], data.actions.shape[1], cfg)
+        self.learner = OfflineLearner(data.obs.shape[1], data.actions.shape[1] // cfg.chunk,
+                                      cfg, ignored_inputs(data.obs_names, cfg.ignore_obs))
         self.learner.set_obs_statistics(data.obs)
         self.gen = torch.Generator().manual_seed(seed)
         self.step = 0
@@ -138,8 +158,11 @@ class OfflineRunner:
         return f"{self.step:,} gradient steps"
 
     def act(self) -> Policy:
-        """The policy network (deterministic in eval mode)."""
-        return self.policy
+        """The policy network (deterministic in eval mode); chunks temporally ensembled."""
+        if self.cfg.chunk == 1:
+            return self.policy
+        return ChunkedPolicy(self.policy, self.cfg.chunk,
+                             self.data.actions.shape[1] // self.cfg.chunk, self.cfg.ensemble_decay)
 
     def close(self) -> None:
         """Close the evaluation env."""
@@ -207,7 +230,10 @@ class OfflineRunner:
                                        "success_rate": math.nan, "episode_return": math.nan}
                 if self.eval_env is not None and (self.step % int(sched["eval_interval"]) == 0
                                                   or self.step == budget):
-                    result = evaluate(self.policy, self.eval_env,
+                    policy = self.act()
+                    if isinstance(policy, ChunkedPolicy):
+                        policy.bind_env(self.eval_env)
+                    result = evaluate(policy, self.eval_env,
                                       episodes=int(sched["eval_episodes"]))
                     row |= {"success_rate": result["success_rate"],
                             "episode_return": result["episode_return"]}

@@ -24,7 +24,7 @@ import os
 import socket
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -86,6 +86,45 @@ class _RemoteTask:
         return self._env.call("task", method="success")
 
 
+class _RemoteBuffer:
+    """A per-env buffer of the worker's task that this process may assign into (``[ids] = v``)."""
+
+    def __init__(self, env: IsaacLabEnv, name: str):
+        self._env, self._name = env, name
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._env.call("task_set", name=self._name, key=key,
+                       value=torch.as_tensor(value, dtype=torch.float64))
+
+
+def _remote_state(name: str, doc: str) -> property:
+    """A read-only property fetching the worker task's ``name`` (one round trip per read)."""
+    return property(lambda self: self._env.call("task", method=name), doc=doc)
+
+
+class _RemoteLeggedTask(_RemoteTask):
+    """A velocity-command task (go2_walk) seen from this process.
+
+    Commands, the base state and the push timers, as the locomotion evaluation uses them.
+    """
+
+    base_pos = _remote_state("base_pos", "[B, 3] world position of the base.")
+    base_quat = _remote_state("base_quat", "[B, 4] base orientation (w, x, y, z).")
+    lin_vel_b = _remote_state("lin_vel_b", "[B, 3] base linear velocity, base frame.")
+    ang_vel_b = _remote_state("ang_vel_b", "[B, 3] base angular velocity, base frame.")
+
+    @property
+    def push_timer(self) -> _RemoteBuffer:
+        """Seconds to each env's next push; assign ``inf`` to stop pushes."""
+        return _RemoteBuffer(self._env, "push_timer")
+
+    def set_command(self, env_ids: torch.Tensor, command: Sequence[float] | torch.Tensor,
+                    hold: bool = True) -> None:
+        """Command ``(vx, vy, yaw rate)`` to ``env_ids`` (see the task's ``set_command``)."""
+        self._env.call("task", method="set_command",
+                       args=(torch.as_tensor(env_ids), torch.as_tensor(command), hold))
+
+
 class IsaacLabEnv:
     """A batch of one task's envs on Isaac Lab, in a worker process.
 
@@ -142,7 +181,8 @@ class IsaacLabEnv:
         self.engine_startup_s = float(info["startup_s"])
         self.versions = info["versions"]
         self.backend = "isaaclab"
-        self.task = _RemoteTask(self, cls.name, self.instruction, self.robot,
+        remote = _RemoteLeggedTask if callable(getattr(cls, "set_command", None)) else _RemoteTask
+        self.task = remote(self, cls.name, self.instruction, self.robot,
                                 info["observation_layout"])
         self.action_map = make_action_map(cfg.get("action") or cls.action_type, self.robot,
                                           self.num_envs, cfg.get("action_speed", 0.5))
@@ -215,6 +255,13 @@ class IsaacLabEnv:
     def state(self, *names: str) -> dict[str, torch.Tensor]:
         """State tensors of the worker's env in MuJoCo's layout (``qpos``, ``site_xpos``...)."""
         return self.call("state", names=list(names))
+
+    def parameters(self) -> dict[str, torch.Tensor]:
+        """Per-env friction, masses and PD gains read back from Isaac Lab, in MuJoCo's layout.
+
+        See :meth:`sim.backends.isaaclab_physics.IsaacLabPhysics.parameters`.
+        """
+        return self.call("parameters")
 
     def close(self) -> None:
         """Stop the worker (politely, then by force); its log is removed after a clean exit."""

@@ -10,7 +10,10 @@ for Isaac Lab's Newton importer:
   PD actuators built from the same gains (see ``isaaclab_physics.py``), and two
   sets of actuators on one joint would double the gains;
 * body gravity compensation is written where Newton reads it
-  (``mjc:gravcomp``; the converter writes ``mjc:body:gravcomp``).
+  (``mjc:gravcomp``; the converter writes ``mjc:body:gravcomp``);
+* every geom gets a unique name (:func:`geom_prim_name`) and a site sharing a
+  geom's name is renamed, so each shape prim of the USD names its MJCF geom
+  (touch sensors and friction read-back find their shapes by it).
 
 Runs in the Isaac Lab environment (it needs ``pxr`` and the converter).
 """
@@ -23,11 +26,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import mujoco
+
 from robots.build import robot_mjspec
 from sim.backends import TaskNotSupported
 from sim.task import Task
 
-CONVERSION_VERSION = 1  # bump when the adjustments below change (invalidates the cache)
+CONVERSION_VERSION = 2  # bump when the adjustments below change (invalidates the cache)
 
 
 def cache_dir() -> Path:
@@ -39,10 +44,28 @@ def cache_dir() -> Path:
     return Path(root) / "isaaclab_usd"
 
 
+def geom_prim_name(geom_name: str, body_name: str, index: int) -> str:
+    """The USD shape name of a geom: its own name, or ``<body>__geom<index within the body>``."""
+    return geom_name or f"{body_name}__geom{index}"
+
+
 def scene_mjcf(task: Task) -> str:
-    """The MJCF of ``task``'s scene without its mocap (marker) bodies."""
+    """The MJCF of ``task``'s scene without its mocap (marker) bodies, geoms named."""
     spec = robot_mjspec(task.robot)
     task.build_scene(spec)
+    geom_names = set()
+    for body in spec.bodies:
+        for k, geom in enumerate(body.geoms):
+            geom.name = geom_prim_name(geom.name, body.name, k)
+            geom_names.add(geom.name)
+    renamed = {}
+    for site in spec.sites:
+        if site.name in geom_names:
+            renamed[site.name] = f"{site.name}__site"
+            site.name = renamed[site.name]
+    for sensor in spec.sensors:  # not converted, but the spec must still compile
+        if sensor.objtype == mujoco.mjtObj.mjOBJ_SITE and sensor.objname in renamed:
+            sensor.objname = renamed[sensor.objname]
     for body in list(spec.bodies):
         if body.mocap:
             solid = [g.name for g in body.geoms if g.contype or g.conaffinity]

@@ -89,10 +89,20 @@ def handle(env: TaskEnv, cmd: str, kwargs: dict[str, Any]) -> Any:
         return env.render(**kwargs)
     if cmd == "request_final_frames":
         return env.request_final_frames(**kwargs)
-    if cmd == "task":  # privileged task quantities: progress, success, ...
-        return getattr(env.task, kwargs["method"])()
+    if cmd == "task":  # privileged task quantities (progress, success), commands, base state
+        value = getattr(env.task, kwargs["method"])
+        return value(*kwargs.get("args", ())) if callable(value) else value
+    if cmd == "task_set":  # assign into a per-env task buffer (push timers)
+        getattr(env.task, kwargs["name"])[kwargs["key"]] = kwargs["value"]
+        return None
     if cmd == "state":  # state tensors in MuJoCo's layout (for parity checks)
         return {name: getattr(env.state, name) for name in kwargs["names"]}
+    if cmd == "parameters":  # randomised physical parameters as Isaac Lab holds them
+        from sim.backends.isaaclab_physics import IsaacLabPhysics
+
+        if not isinstance(env.physics, IsaacLabPhysics):
+            raise TypeError(f"the worker serves Isaac Lab envs, got {type(env.physics).__name__}")
+        return env.physics.parameters()
     raise ValueError(f"unknown request '{cmd}'")
 
 

@@ -63,3 +63,21 @@ def test_resume_a_run_folder_from_the_config(tmp_path, capsys):
     assert more["env_steps"] == 3 * 4 * 4
     assert read_metrics(run / "metrics.csv")["iteration"] == [1, 2, 3]
     assert (run / "checkpoints" / "model_000003.pt").exists()
+
+
+def test_resuming_with_another_algo_continues_the_runs_own_learner(tmp_path, capsys):
+    threads = torch.get_num_threads()
+    tiny = ["task=panda_reach", "num_envs=4", "algo.num_steps=4", "algo.actor_hidden=[16]",
+            "algo.critic_hidden=[16]", "save_interval=2", "progress=false", "eval.num_envs=0"]
+    run = tmp_path / "run"
+    try:
+        run_train(load_config("train", [*tiny, "max_iterations=2", f"run_dir={run}"]))
+        # an SB3 algo on the command line: its section's keys are not PPO's
+        more = run_train(load_config("train", ["algo=sb3_ppo", "max_iterations=3",
+                                               "progress=false", "eval.num_envs=0",
+                                               f"resume={run}"]))
+    finally:
+        torch.set_num_threads(threads)
+    assert "using the run's own algo" in capsys.readouterr().out
+    assert more["algo"] == "ppo" and more["iterations"] == 3
+    assert (run / "checkpoints" / "model_000003.pt").exists()

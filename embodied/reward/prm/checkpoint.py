@@ -1,7 +1,7 @@
 """PRM checkpoints: one ``torch.save`` file per trained model.
 
 It holds the weights, the architecture config, the task's instruction and camera order, the data it
-was trained on and its metrics.
+was trained on, the success calibration fitted on held-out episodes and its metrics.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from embodied.reward.prm.calibration import SuccessCalibration
 from embodied.reward.prm.network import MultiViewPRM, PRMConfig
 from embodied.torch_file import load_weights
 
@@ -62,7 +63,12 @@ def newest_prm_checkpoint(task: str, runs: str | Path = RUNS) -> Path:
 
 def load_prm(path: str | Path, device: str | torch.device = "cpu"
              ) -> tuple[MultiViewPRM, dict[str, Any]]:
-    """The network (eval mode) and the ``info`` saved with it."""
+    """The network (eval mode) and the ``info`` saved with it.
+
+    The network carries the checkpoint's success calibration as ``success_calibration``
+    (a :class:`~embodied.reward.prm.calibration.SuccessCalibration`; the identity if the
+    checkpoint has none), which the scoring paths of ``inference.py`` apply.
+    """
     path = find_prm_checkpoint(path)
     ckpt = load_weights(path, "PRM checkpoint")
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
@@ -73,4 +79,5 @@ def load_prm(path: str | Path, device: str | torch.device = "cpu"
     net = MultiViewPRM(PRMConfig(**ckpt["config"]))
     strict = not (net.cfg.encoder == "hf" and net.cfg.freeze_vision)
     net.load_state_dict(ckpt["state_dict"], strict=strict)
+    net.success_calibration = SuccessCalibration.from_info(ckpt["info"])
     return net.to(device).eval(), ckpt["info"]

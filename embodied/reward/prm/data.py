@@ -59,6 +59,9 @@ class DataConfig:
     val_fraction: float = 0.2
     episode_length_s: float | None = None  # None: the task's own
     seed: int = 0
+    # Visual randomisation of the frames (sim.visual.VisualRandomization settings as a
+    # mapping); None: frames as the scene is built.
+    visual: dict[str, Any] | None = None
 
 
 @dataclass
@@ -132,7 +135,11 @@ def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
     from sim.experts import make_expert
     from sim.tasks import get_task_class, task_names
 
-    extra = {} if cfg.episode_length_s is None else {"episode_length_s": cfg.episode_length_s}
+    extra: dict[str, Any] = ({} if cfg.episode_length_s is None
+                             else {"episode_length_s": cfg.episode_length_s})
+    if cfg.visual is not None:  # the visual-randomisation hook (sim/visual.py)
+        from sim.visual import VisualRandomization
+        extra["visual"] = VisualRandomization.from_mapping(cfg.visual)
     env = make_env(cfg.task, num_envs=cfg.batch_envs, seed=cfg.seed, **extra)
     cameras = list(cfg.cameras or env.camera_names)
     rng = np.random.default_rng(cfg.seed)

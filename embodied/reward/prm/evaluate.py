@@ -1,7 +1,19 @@
-"""Scoring a frame dataset with a reward model and computing the PRM metrics on it."""
+"""Scoring a frame dataset with a reward model and computing the PRM metrics on it.
+
+- :func:`evaluate`: every metric of ``metrics.py`` on the held-out episodes.
+- :func:`fit_success_calibration`: the Platt calibration of a freshly trained PRM's
+  success head on the held-out episodes (``calibration.py``).
+- :func:`shift_suite`: the same episodes simulated afresh under each kind of visual
+  shift (other light levels, surface colours, moved cameras, pixel noise; ranges in
+  ``configs/commands/reward_eval.yaml``) and scored: success F1, AUROC, ECE and
+  progress Pearson per kind, and a PNG. Every kind replays the same physics (the visual
+  draws have a generator of their own), so kinds differ in how frames look only.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -9,8 +21,15 @@ import numpy as np
 import torch
 
 from embodied.reward.base import RewardModel
-from embodied.reward.prm.data import FrameDataset
+from embodied.reward.prm.calibration import SuccessCalibration, calibration_report
+from embodied.reward.prm.data import DataConfig, FrameDataset, load_frames, save_frames, simulate
+from embodied.reward.prm.inference import make_scorer
 from embodied.reward.prm.metrics import counterfactual_metrics, progress_metrics
+from embodied.reward.prm.network import MultiViewPRM
+
+#: Figures of a shift kind kept in the JSON (a subset of :func:`evaluate`'s).
+SHIFT_KEYS = ("success_f1", "success_auroc", "success_ece", "progress_pearson",
+              "progress_spearman", "voc", "states")
 
 
 @torch.inference_mode()
@@ -30,13 +49,13 @@ def score_rows(model: RewardModel, data: FrameDataset, rows: np.ndarray, instruc
     return np.concatenate(prog), np.concatenate(succ)
 
 
-def evaluate(model: RewardModel, data: FrameDataset, split: str = "val",
+def evaluate(model: RewardModel, data: FrameDataset, split: str | None = "val",
              plot: str | Path | None = None, max_counterfactual: int = 512) -> dict[str, Any]:
-    """All metrics (``metrics.py``) on the episodes of ``split``; optionally a PNG."""
+    """All metrics (``metrics.py``) on the episodes of ``split`` (None: all); optionally a PNG."""
     eps = data.episode_rows(split)
     if not eps:
         raise ValueError(f"the dataset has no '{split}' episodes")
-    meta = [e for e in data.episodes if e["split"] == split]
+    meta = [e for e in data.episodes if split is None or e["split"] == split]
     rows = np.concatenate(eps)
     pred, prob = score_rows(model, data, rows, data.instruction)
     cuts = np.cumsum([len(e) for e in eps])[:-1]
@@ -56,6 +75,130 @@ def evaluate(model: RewardModel, data: FrameDataset, split: str = "val",
     if plot is not None:
         out["plot"] = str(plot_episodes(preds, trues, meta, plot))
     return out
+
+
+def fit_success_calibration(net: MultiViewPRM, data: FrameDataset,
+                            batch_size: int = 256) -> dict[str, Any]:
+    """Platt calibration of ``net``'s success head on the ``val`` states of ``data``.
+
+    Returns :func:`~embodied.reward.prm.calibration.calibration_report`'s dict, to be
+    stored as ``info["success_calibration"]`` in the checkpoint.
+    """
+    rows = data.rows("val")
+    scorer = make_scorer(net, SuccessCalibration())  # the raw head
+    probs = []
+    for i in range(0, len(rows), batch_size):
+        idx = rows[i:i + batch_size]
+        frames = torch.from_numpy(np.ascontiguousarray(data.frames[idx]))
+        with torch.inference_mode():
+            probs.append(scorer(frames, [data.instruction] * len(idx), None)[1].float().numpy())
+    prob = np.concatenate(probs) if probs else np.zeros(0, np.float32)
+    return calibration_report(prob, data.success[rows])
+
+
+def shift_config(data: FrameDataset, visual: Mapping[str, Any], episodes: int, seed: int,
+                 batch_envs: int) -> DataConfig:
+    """The simulation of ``data`` (task, cameras, size, stride, kinds) under ``visual``."""
+    base = DataConfig(**{k: v for k, v in data.meta.get("config", {}).items()
+                         if k in DataConfig.__dataclass_fields__})
+    return replace(base, task=data.meta["task"], cameras=data.cameras, width=data.meta["width"],
+                   height=data.meta["height"], stride=data.meta["stride"], episodes=episodes,
+                   batch_envs=batch_envs, seed=seed, visual=dict(visual))
+
+
+def shift_dataset(cfg: DataConfig, folder: Path | None) -> FrameDataset:
+    """The episodes of ``cfg``, simulated once.
+
+    Loaded from ``folder`` if simulated there before with the same settings, else
+    simulated (and saved there, if given).
+    """
+    if folder is not None and (folder / "meta.json").is_file():
+        data = load_frames(folder)
+        if data.meta.get("config") == asdict(cfg):
+            return data
+    data = simulate(cfg)
+    if folder is not None:
+        save_frames(data, folder)
+    return data
+
+
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Write a matplotlib figure as a PNG (folders made) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def shift_suite(model: RewardModel, data: FrameDataset, kinds: Mapping[str, Mapping[str, Any]],
+                episodes: int, seed: int, batch_envs: int = 8, cache: str | Path | None = None,
+                plot: str | Path | None = None) -> dict[str, Any]:
+    """Metrics per kind of visual shift on fresh episodes (see the module doc).
+
+    Args:
+        model: Any reward model.
+        data: The model's dataset: the shift episodes are simulated like it (task,
+            cameras, image size, stride, share of expert / noisy / failed episodes).
+        kinds: Name -> visual randomisation settings (``sim.visual.VisualRandomization``);
+            ``{"enabled": False}`` is the unshifted reference.
+        episodes: Episodes per kind.
+        seed: Seed of the episodes (the same physics for every kind).
+        batch_envs: Episodes simulated together.
+        cache: Folder holding one dataset per kind (``<cache>/<kind>``), reused when its
+            settings match, so several models are scored on the same frames.
+        plot: Where to write the PNG (metrics per kind and one frame per kind).
+
+    Returns:
+        ``{"episodes", "seed", "ranges": kinds, "kinds": {name: {figures}}}`` with the
+        figures of :data:`SHIFT_KEYS`, and ``plot`` if written.
+    """
+    out: dict[str, Any] = {"episodes": episodes, "seed": seed,
+                           "ranges": {k: dict(v) for k, v in kinds.items()}, "kinds": {}}
+    examples = {}
+    for name, visual in kinds.items():
+        cfg = shift_config(data, visual, episodes, seed, batch_envs)
+        shifted = shift_dataset(cfg, None if cache is None else Path(cache) / name)
+        m = evaluate(model, shifted, split=None, max_counterfactual=0)
+        out["kinds"][name] = {k: m[k] for k in SHIFT_KEYS}
+        last = shifted.episode_rows(None)[0][-1]
+        examples[name] = np.asarray(shifted.frames[last])
+    if plot is not None:
+        out["plot"] = str(plot_shift(out["kinds"], examples, plot))
+    return out
+
+
+def plot_shift(kinds: Mapping[str, Mapping[str, float]], examples: Mapping[str, np.ndarray],
+               path: str | Path) -> Path:
+    """Bars of success F1 / AUROC and progress Pearson per shift kind, above one frame each."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(kinds)
+    fig = plt.figure(figsize=(max(6.0, 1.6 * len(names)), 5.6))
+    grid = fig.add_gridspec(2, len(names), height_ratios=[2.2, 1.0])
+    ax = fig.add_subplot(grid[0, :])
+    x = np.arange(len(names))
+    for j, (key, label) in enumerate((("success_f1", "success F1"),
+                                      ("success_auroc", "success AUROC"),
+                                      ("progress_pearson", "progress Pearson"))):
+        ax.bar(x + (j - 1) * 0.27, [kinds[n][key] for n in names], width=0.27, label=label)
+    ax.axhline(0.85, color="k", linestyle=":", linewidth=1)
+    ax.set_xticks(x, names, fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7, loc="lower left")
+    ax.set_title("visual-shift suite (fresh episodes)")
+    for k, name in enumerate(names):
+        sub = fig.add_subplot(grid[1, k])
+        frame = examples[name]
+        sub.imshow(np.concatenate(list(frame), axis=1))
+        sub.set_axis_off()
+    return save_figure(fig, path)
 
 
 def plot_episodes(preds: list[np.ndarray], trues: list[np.ndarray], meta: list[dict],
@@ -79,12 +222,7 @@ def plot_episodes(preds: list[np.ndarray], trues: list[np.ndarray], meta: list[d
         ax.set_ylim(-0.05, 1.05)
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel("progress")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def print_metrics(m: dict[str, Any]) -> None:
@@ -92,6 +230,7 @@ def print_metrics(m: dict[str, Any]) -> None:
     print(f"\nheld-out episodes {m['kinds']}")
     rows = [("VOC (expert)", "voc"), ("VOC reversed", "voc_reversed"),
             ("success F1", "success_f1"), ("success AUROC", "success_auroc"),
+            ("success ECE", "success_ece"),
             ("Pearson vs sim", "progress_pearson"), ("Spearman vs sim", "progress_spearman"),
             ("pairwise accuracy", "pairwise_accuracy"),
             ("counterfactual gap", "counterfactual_gap"),
@@ -101,3 +240,11 @@ def print_metrics(m: dict[str, Any]) -> None:
             print(f"  {label:<22}{m[key]:.3f}")
     if "plot" in m:
         print(f"  plot                  {m['plot']}")
+    if "shift" in m:
+        print(f"\nvisual-shift suite ({m['shift']['episodes']} fresh episodes per kind)")
+        print(f"  {'kind':<18}{'F1':>7}{'AUROC':>8}{'ECE':>7}{'Pearson':>9}")
+        for kind, f in m["shift"]["kinds"].items():
+            print(f"  {kind:<18}{f['success_f1']:>7.3f}{f['success_auroc']:>8.3f}"
+                  f"{f['success_ece']:>7.3f}{f['progress_pearson']:>9.3f}")
+        if "plot" in m["shift"]:
+            print(f"  plot                  {m['shift']['plot']}")

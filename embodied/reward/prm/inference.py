@@ -35,18 +35,23 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from embodied.reward.prm.calibration import SuccessCalibration, logits_of
 from embodied.reward.prm.labels import expected_progress
 from embodied.reward.prm.network import ConvEncoder, MultiViewPRM
 
 
 class FastScorer:
-    """``predict`` of a cnn-encoder PRM for inference (a frozen copy of its layers)."""
+    """``predict`` of a cnn-encoder PRM for inference (a frozen copy of its layers).
 
-    def __init__(self, net: MultiViewPRM) -> None:
+    The success probability goes through ``calibration`` (``calibration.py``).
+    """
+
+    def __init__(self, net: MultiViewPRM, calibration: SuccessCalibration | None = None) -> None:
         if not isinstance(net.encoder, ConvEncoder):
             raise ValueError("FastScorer needs a PRM with the cnn encoder; score an hf "
                              "vision tower with MultiViewPRM.predict")
         self.net = net
+        self.calibration = calibration or SuccessCalibration()
         self.size = int(net.cfg.image_size)
         conv = copy.deepcopy(net.encoder.conv).eval()
         stem = conv[0]
@@ -82,17 +87,37 @@ class FastScorer:
     @torch.inference_mode()
     def __call__(self, frames: torch.Tensor, instructions: list[str],
                  present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Progress [B] and success probability [B] (as ``MultiViewPRM.predict``)."""
+        """Progress [B] and calibrated success probability [B] (``MultiViewPRM.predict``'s)."""
         b, v = frames.shape[:2]
         feats = self.fc(self.conv(self.prepare(frames)).flatten(1))
         out = self.net.fuse(feats.view(b, v, -1), instructions, present)
-        return expected_progress(out[:, :-1]), out[:, -1].sigmoid()
+        return expected_progress(out[:, :-1]), self.calibration.probability(out[:, -1])
 
 
 Scorer = Callable[[torch.Tensor, list[str], torch.Tensor | None],
                   tuple[torch.Tensor, torch.Tensor]]
 
 
-def make_scorer(net: MultiViewPRM) -> Scorer:
-    """The fastest scoring path for ``net``: ``FastScorer`` for cnn, else ``net.predict``."""
-    return FastScorer(net) if isinstance(net.encoder, ConvEncoder) else net.predict
+def calibrated_predict(net: MultiViewPRM, calibration: SuccessCalibration) -> Scorer:
+    """``net.predict`` with its success probability put through ``calibration``."""
+    def predict(frames: torch.Tensor, instructions: list[str],
+                present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        progress, prob = net.predict(frames, instructions, present)
+        logit = torch.as_tensor(logits_of(prob.detach().cpu().numpy()), device=prob.device)
+        return progress, calibration.probability(logit).to(prob.dtype)
+    return predict
+
+
+def make_scorer(net: MultiViewPRM, calibration: SuccessCalibration | None = None) -> Scorer:
+    """The fastest scoring path for ``net``: ``FastScorer`` for cnn, else ``net.predict``.
+
+    ``calibration``: of the success probability; ``None`` takes the one :func:`load_prm
+    <embodied.reward.prm.checkpoint.load_prm>` attached to the network (the identity for
+    a network that was not loaded from a checkpoint).
+    """
+    if calibration is None:
+        calibration = getattr(net, "success_calibration", None) or SuccessCalibration()
+    if isinstance(net.encoder, ConvEncoder):
+        return FastScorer(net, calibration)
+    return net.predict if calibration == SuccessCalibration() else calibrated_predict(
+        net, calibration)

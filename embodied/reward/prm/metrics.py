@@ -7,7 +7,8 @@
 - Reversed VOC: the same frames scored in reverse order. A model that scores each
   observation on its own (this PRM) gives exactly ``-VOC``; a model that reads context
   need not, which is why GVL reports it.
-- Success detection: F1 at probability 0.5 and AUROC over held-out states.
+- Success detection: F1 at probability 0.5 and AUROC over held-out states; the expected
+  calibration error (ECE, 10 bins) says how far the probability is from the frequency.
 - Correlation with the simulator's progress: Pearson and Spearman over held-out states.
 - Pairwise preference accuracy: for pairs of states of one held-out episode whose true
   progress differs by at least ``margin``, how often the predicted order agrees.
@@ -68,6 +69,20 @@ def f1(pred: np.ndarray, labels: np.ndarray) -> float:
     return 1.0 if tp + fp + fn == 0 else 2 * tp / (2 * tp + fp + fn)
 
 
+def expected_calibration_error(prob: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
+    """ECE: mean |accuracy - confidence| over ``bins`` equal-width bins, weighted by count."""
+    prob, labels = np.asarray(prob, np.float64), np.asarray(labels, np.float64)
+    if len(prob) == 0:
+        return float("nan")
+    which = np.minimum((prob * bins).astype(int), bins - 1)
+    err = 0.0
+    for k in range(bins):
+        sel = which == k
+        if sel.any():
+            err += sel.sum() * abs(labels[sel].mean() - prob[sel].mean())
+    return float(err / len(prob))
+
+
 def pairwise_accuracy(pred: np.ndarray, true: np.ndarray, margin: float = 0.1) -> tuple[float, int]:
     """Share of state pairs with ``|true_i - true_j| >= margin`` ordered alike; and #pairs."""
     pred, true = np.asarray(pred, np.float64), np.asarray(true, np.float64)
@@ -104,6 +119,7 @@ def progress_metrics(episodes_pred: list[np.ndarray], episodes_true: list[np.nda
         "voc_episodes": len(vocs),
         "success_f1": f1(prob_all >= 0.5, ok_all),
         "success_auroc": auroc(prob_all, ok_all),
+        "success_ece": expected_calibration_error(prob_all, ok_all),
         "progress_pearson": pearson(pred_all, true_all),
         "progress_spearman": spearman(pred_all, true_all),
         "progress_mae": float(np.abs(pred_all - true_all).mean()),

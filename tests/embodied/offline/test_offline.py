@@ -12,7 +12,6 @@ from embodied.commands.collect import run_collect
 from embodied.commands.offline import run_offline
 from embodied.config import load_config
 from embodied.datasets import DatasetWriter
-from embodied.datasets.collect import frame_features
 from embodied.offline import load_transitions
 from embodied.offline.iql import expectile_loss
 
@@ -28,7 +27,13 @@ def test_expectile_loss_by_hand():
 
 
 def test_transitions_bootstrap_within_episodes_and_drop_time_outs(tmp_path):
-    features = frame_features(2, 1)
+    def f(dtype: str, dim: int = 1) -> dict:
+        return {"dtype": dtype, "shape": [dim], "names": None}
+
+    features = {"observation.state": f("float32", 2), "action": f("float32"),
+                "next.reward": f("float32"), "next.done": f("bool"),
+                "next.truncated": f("bool"), "next.success": f("bool"),
+                "sim.progress": f("float32"), "sim.success": f("bool")}
     writer = DatasetWriter(tmp_path / "ds", 10, features)
     for length, truncated in ((4, True), (3, False)):
         obs = np.arange(length * 2, dtype=np.float32).reshape(length, 2) + 100 * length

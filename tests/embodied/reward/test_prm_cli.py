@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import torch
+
 from embodied.cli import main
+from embodied.reward.prm.data import load_frames
 
 
 def test_reward_train_eval_and_rl_with_prm(tmp_path, capsys):
@@ -21,8 +25,23 @@ def test_reward_train_eval_and_rl_with_prm(tmp_path, capsys):
     assert {"voc", "voc_reversed", "success_f1", "success_auroc", "progress_pearson",
             "pairwise_accuracy", "counterfactual_gap"} <= set(metrics)
 
-    assert main(["reward", "eval", f"reward.checkpoint={run}"]) == 0
-    assert (run / "eval_metrics.json").is_file()
+    info = torch.load(run / "prm.pt", weights_only=False)["info"]
+    assert {"scale", "bias", "states"} <= set(info["success_calibration"])
+    assert load_frames(run / "data").meta["config"]["visual"]["enabled"]  # the default
+
+    cache = tmp_path / "shift"
+    assert main(["reward", "eval", f"reward.checkpoint={run}", "shift.episodes=4",
+                 "shift.batch_envs=4", f"shift.cache={cache}"]) == 0
+    evaluated = json.loads((run / "eval_metrics.json").read_text())
+    kinds = evaluated["shift"]["kinds"]
+    assert {"none", "light_dim", "surface_colour", "camera", "noise"} <= set(kinds)
+    for figures in kinds.values():
+        assert {"success_f1", "success_auroc", "progress_pearson", "states"} <= set(figures)
+    assert (run / "eval_shift.png").is_file()
+    # every kind replays the same episodes; only how they look differs
+    plain, dim = load_frames(cache / "none"), load_frames(cache / "light_dim")
+    np.testing.assert_array_equal(plain.progress, dim.progress)
+    assert plain.frames.mean() > dim.frames.mean()
 
     train_dir = tmp_path / "ppo"
     assert main(["train", "task=panda_push", "reward=prm", f"reward.checkpoint={run}",

@@ -494,10 +494,12 @@ class PolicyNode(LifecycleNode):
     def _hand_over(self) -> None:
         """Soft start done: the policy starts as from a training reset.
 
-        The clock restarts, the action targets are the measured pose and the last
-        action is the reset's.
+        The clock restarts, the action targets are the measured pose, the last
+        action is the reset's and a chunking policy forgets its earlier predictions.
         """
         self.builder.reset()
+        if hasattr(self.policy, "reset"):  # an action-chunking policy (ChunkedPolicy)
+            self.policy.reset()
         self.action_map.reset(torch.zeros(1, dtype=torch.long),
                               torch.as_tensor(self.state.q)[None])
         self.last_action = np.zeros(self.action_map.action_dim)
