@@ -29,6 +29,11 @@ Sections (one function per task; each returns a JSON-ready dict):
   settings with ``task.action`` overridden, at the same control rate and horizon):
   deterministic success on the fixed evaluation episodes against env steps, its mean
   over seeds.
+* ``panda_pick_place``: the shipped settings (configs/algo/ppo/panda_pick_place.yaml)
+  with the task's dense (oracle) reward over ``PICK["seeds"]`` seeds (``--pick-seeds``),
+  each until its config's env steps (``--pick-env-steps`` overrides) or
+  ``PICK["budget_s"]`` of training (``--pick-budget-s``): deterministic success on the
+  fixed evaluation episodes against env steps, its mean over seeds.
 * ``go2_walk``: a hook for the per-task settings (configs/algo/ppo/go2_walk.yaml;
   skipped with the reason recorded when that file does not exist): velocity tracking
   error and distance walked under a constant 0.5 m/s forward command
@@ -37,6 +42,7 @@ Sections (one function per task; each returns a JSON-ready dict):
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import subprocess
@@ -84,6 +90,12 @@ QUICK = {"seeds": [0], "budget_s": 5.0, "sb3_cap_s": 5.0, "eval_episodes": 16,
          "hook_budget_s": {"panda_push": 1.0, "go2_walk": 1.0}, "hook_eval_episodes": 4,
          "hook_overrides": ["num_envs=32"], "go2_eval_seconds": 1.5, "raw_seconds": 0.3,
          "push_seeds": 1, "push_action_spaces": ["ee_delta"]}
+# panda_pick_place section: seeds, wall-clock cap per training, evaluation episodes and
+# the number of evaluations over a training; quick: a few iterations on 32 envs.
+PICK = {"seeds": 3, "budget_s": 3600.0, "eval_episodes": 64, "evaluations": 20,
+        "env_steps": None, "overrides": []}
+PICK_QUICK = {"seeds": 1, "budget_s": 5.0, "eval_episodes": 4, "evaluations": 2,
+              "env_steps": 2048, "overrides": ["num_envs=32"]}
 Policy = Callable[[torch.Tensor], torch.Tensor]
 RSL_RL_PYTHON = Path(__file__).resolve().parent.parent / ".venv-rsl_rl" / "bin" / "python"
 CONTENDERS = ("ours", "rsl_rl", "sb3_default", "sb3_tuned")
@@ -566,6 +578,46 @@ def panda_push(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
             "action_spaces": spaces}
 
 
+def _pick_run(seed: int, p: dict[str, Any]) -> dict[str, Any]:
+    """One panda_pick_place training with the shipped settings, its evaluation curve."""
+    cfg = train_cfg("panda_pick_place", *p["overrides"], f"seed={seed}")
+    if p["env_steps"]:
+        per_iteration = int(cfg.num_envs) * int(cfg.algo.num_steps)
+        iterations = max(1, math.ceil(int(p["env_steps"]) / per_iteration))
+        cfg = train_cfg("panda_pick_place", *p["overrides"], f"seed={seed}",
+                        f"max_iterations={iterations}")
+    probe = Probe(cfg, p["eval_episodes"])
+    every = max(1, int(cfg.max_iterations) // int(p["evaluations"]))
+    result, runner = run_ours(cfg, p["budget_s"], every, probe, target=None)
+    probe.close()
+    finished = runner.iteration >= int(cfg.max_iterations)
+    return {**result, "seed": seed, "action": str(cfg.task.action),
+            "control_dt": runner.env.control_dt, "config_iterations": int(cfg.max_iterations),
+            "final_success": result["success_curve"][-1][2],
+            "stopped_by": "config iterations" if finished else "time budget"}
+
+
+def panda_pick_place(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
+    """Deterministic success against env steps with the shipped settings and the dense
+    (oracle) reward, ``s["pick"]["seeds"]`` seeds; the section so far is merged into the
+    result file after every seed."""
+    if skipped := _skipped("panda_pick_place"):
+        return skipped
+    p = s.get("pick") or (PICK_QUICK if quick else PICK)
+    runs: list[dict[str, Any]] = []
+    section: dict[str, Any] = {}
+    for seed in range(int(p["seeds"])):
+        print(f"panda_pick_place, seed {seed}", flush=True)
+        runs.append(_pick_run(seed, p))
+        section = {"reward": "the task's dense (oracle) reward", "target_success": 0.8,
+                   "config": str(_per_task_config("panda_pick_place")
+                                 .relative_to(config_dir().parent)),
+                   "settings": p, **push_summary(runs)}
+        print(f"  mean curve: {section['mean_curve']}", flush=True)
+        write_partial(quick, "panda_pick_place", section)
+    return section
+
+
 def go2_walk(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
     """Hook: tracking error and distance walked under a 0.5 m/s forward command."""
     if skipped := _skipped("go2_walk"):
@@ -591,8 +643,28 @@ def go2_walk(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
 SECTIONS: dict[str, Callable[[bool, dict[str, Any]], dict[str, Any]]] = {
     "panda_reach": panda_reach,
     "panda_push": panda_push,
+    "panda_pick_place": panda_pick_place,
     "go2_walk": go2_walk,
 }
+
+
+def add_pick_arguments(cli: argparse.ArgumentParser) -> None:
+    """The panda_pick_place section's flags."""
+    cli.add_argument("--pick-seeds", type=int, default=None,
+                     help="panda_pick_place: seeds (default: 3)")
+    cli.add_argument("--pick-env-steps", type=int, default=None,
+                     help="panda_pick_place: env steps per training (default: the config's)")
+    cli.add_argument("--pick-budget-s", type=float, default=None,
+                     help="panda_pick_place: training wall-clock cap per seed (default: 3600)")
+
+
+def pick_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The panda_pick_place section's settings: PICK (PICK_QUICK) and the flags over it."""
+    pick = dict(PICK_QUICK if args.quick else PICK)
+    for key in ("seeds", "env_steps", "budget_s"):
+        if (value := getattr(args, f"pick_{key}")) is not None:
+            pick[key] = value
+    return pick
 
 
 def main() -> None:
@@ -601,8 +673,10 @@ def main() -> None:
                      help="panda_push: only these action spaces (default: all three)")
     cli.add_argument("--push-seeds", type=int, default=None,
                      help="panda_push: seeds per action space (default: 3)")
+    add_pick_arguments(cli)
     args = cli.parse_args()
     settings = dict(QUICK if args.quick else FULL)
+    settings["pick"] = pick_settings(args)
     if args.push_actions:
         settings["push_action_spaces"] = args.push_actions
     if args.push_seeds:

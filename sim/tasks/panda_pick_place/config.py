@@ -11,17 +11,20 @@ from sim.tasks.panda_base.cube import cube_observation_config
 
 def _rewards() -> dict[str, RewardTermCfg]:
     return {
-        "reach": RewardTermCfg(1.0, {"std": 0.1}),
-        "grasp": RewardTermCfg(0.5),
-        "lift": RewardTermCfg(1.0, {"height": 0.04}),
-        "cube_to_goal": RewardTermCfg(2.0, {"std": 0.1}),
-        "action_rate": RewardTermCfg(-0.01),
-        "success": RewardTermCfg(10.0),
+        "reach": RewardTermCfg(0.1, {"std": 0.2}),
+        "grasp": RewardTermCfg(0.05),
+        "lift": RewardTermCfg(0.2, {"height": 0.04}),
+        "place_coarse": RewardTermCfg(0.2, {"std": 0.2}),
+        "place_fine": RewardTermCfg(0.2, {"std": 0.05}),
+        "release": RewardTermCfg(0.3),
+        "action_rate": RewardTermCfg(-0.0002),
+        "success": RewardTermCfg(1.5),
     }
 
 
 def _observations() -> dict[str, ObsTermCfg]:
-    return {**arm_observation_config(), **cube_observation_config()}
+    return {**arm_observation_config(), **cube_observation_config(),
+            "grasp_state": ObsTermCfg(0.0)}
 
 
 @dataclass

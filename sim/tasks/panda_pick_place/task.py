@@ -7,11 +7,19 @@ from typing import ClassVar
 import torch
 
 from sim.protocol import SimState
-from sim.task import TermFunctions, per_step
-from sim.tasks.panda_base import ARM_OBSERVATIONS
-from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask, cube_to_goal
+from sim.task import TermBounds, TermFunctions, per_step
+from sim.tasks.panda_base import ARM_OBSERVATIONS, TABLE_TOP
+from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask
 from sim.tasks.panda_pick_place.config import PandaPickPlaceConfig
-from sim.tasks.panda_pick_place.terms import grasp, lift, reach
+from sim.tasks.panda_pick_place.terms import (
+    grasp,
+    lift,
+    obs_grasp_state,
+    place_coarse,
+    place_fine,
+    reach,
+    release,
+)
 from sim.terms import action_rate, success
 
 SUCCESS_RADIUS = 0.03  # planar cube centre to target centre
@@ -24,10 +32,11 @@ class PandaPickPlace(CubeTask):
     """Pick a 4 cm cube (0.1 kg, random yaw) and place it on a green target 15-25 cm away.
 
     Grasped: both finger pads within 1 cm of the cube surface with the cube
-    centre between them. Success: the cube rests on the table (lifted < 1 cm)
-    with its centre within 3 cm (planar) of the target centre and is not
-    grasped (released). The episode terminates if the cube leaves the
-    workspace (x outside [0.1, 0.9] m or |y| > 0.6 m).
+    centre between them. Success: the cube was picked up (``lifted``, below) and
+    now rests on the table (lifted < 1 cm) with its centre within 3 cm (planar)
+    of the target centre, released (not grasped); a cube pushed or dragged onto
+    the target without being lifted is not a success. The episode terminates if
+    the cube leaves the workspace (x outside [0.1, 0.9] m or |y| > 0.6 m).
 
     Privileged progress in [0, 1] (1 exactly on success, else at most 0.99),
     with ``d`` the tcp-to-cube distance (``d0`` at reset), ``h`` the cube's
@@ -46,10 +55,15 @@ class PandaPickPlace(CubeTask):
     ungrasped away from the target (it was dropped), so the stages stay
     earned through lowering and release.
 
-    Reward (weights and parameters: :class:`PandaPickPlaceConfig`): the dense
-    "oracle" terms ``reach``, ``grasp``, ``lift``, ``cube_to_goal`` and
-    ``action_rate``, plus the sparse ``success`` term; a sparse reward mode keeps
-    only ``success``.
+    Observation: the arm and cube terms plus ``grasp_state`` (grasped, lifted).
+
+    Reward (weights and parameters: :class:`PandaPickPlaceConfig`), staged and
+    gated (:mod:`sim.tasks.panda_pick_place.terms`): ``reach``, ``grasp``,
+    ``lift`` (while grasped), ``place_coarse`` and ``place_fine`` (while
+    :attr:`carrying`), ``release`` (the hand's opening while :attr:`placed`),
+    ``action_rate``, and ``success``, the largest, which
+    replaces the dense terms while it holds. A sparse reward mode keeps only
+    ``success``.
     """
 
     name = "panda_pick_place"
@@ -59,10 +73,12 @@ class PandaPickPlace(CubeTask):
     goal_distance = (0.15, 0.25)
     goal_radius = SUCCESS_RADIUS
     config_class = PandaPickPlaceConfig
-    observation_functions: ClassVar[TermFunctions] = {**ARM_OBSERVATIONS, **CUBE_OBSERVATIONS}
+    observation_functions: ClassVar[TermFunctions] = {
+        **ARM_OBSERVATIONS, **CUBE_OBSERVATIONS, "grasp_state": obs_grasp_state}
     reward_functions: ClassVar[TermFunctions] = {
-        "reach": reach, "grasp": grasp, "lift": lift, "cube_to_goal": cube_to_goal,
-        "action_rate": action_rate, "success": success}
+        "reach": reach, "grasp": grasp, "lift": lift, "place_coarse": place_coarse,
+        "place_fine": place_fine, "release": release, "action_rate": action_rate,
+        "success": success}
 
     def setup(self, sim: SimState) -> None:
         """Per-env stage latches."""
@@ -89,11 +105,35 @@ class PandaPickPlace(CubeTask):
         self.had_grasp &= ~dropped
         self.lifted &= ~dropped
 
+    def observation_bounds(self) -> TermBounds:
+        """The cube task's bounds and the stage flags (0 or 1)."""
+        return {**super().observation_bounds(), "grasp_state": (0.0, 1.0)}
+
+    @property
+    @per_step
+    def carrying(self) -> torch.Tensor:
+        """[B] grasped and lifted (the latch): the cube is being carried or placed."""
+        return self.grasped() & self.lifted
+
+    @property
+    @per_step
+    def cube_place_dist(self) -> torch.Tensor:
+        """[B] distance of the cube centre to its resting pose on the target centre."""
+        rest = self.goal.clone()
+        rest[:, 2] = TABLE_TOP + self.cube_half
+        return (rest - self.cube_pos).norm(dim=1)
+
+    @property
+    @per_step
+    def placed(self) -> torch.Tensor:
+        """[B] picked up (the ``lifted`` latch), now on the table within 3 cm of the target."""
+        return ((self.cube_goal_dist < SUCCESS_RADIUS) & (self.cube_height < REST_HEIGHT)
+                & self.lifted)
+
     @per_step
     def success(self) -> torch.Tensor:
-        """Cube on the table within 3 cm of the target, released."""
-        return ((self.cube_goal_dist < SUCCESS_RADIUS) & (self.cube_height < REST_HEIGHT)
-                & ~self.grasped())
+        """Cube picked up, now on the table within 3 cm of the target, released."""
+        return self.placed & ~self.grasped()
 
     def progress(self) -> torch.Tensor:
         """Staged progress (see the class docstring)."""
