@@ -454,8 +454,7 @@ INTROS = {
         "listed (ee_delta only so far, rerun on 2026-11-24 with `--only panda_push "
         "--push-actions ee_delta --push-seeds 3` beside other jobs at a load of 6-12: "
         "the 1800 s cap stopped seed 0 at 2.5M env steps, the mean curve ends at the "
-        "last evaluation both seeds share, and the seeds that finished before the run "
-        "was stopped are the ones shown); it misses its 90% target. The `go2_walk` line "
+        "last evaluation all seeds share); it misses its 90% target. The `go2_walk` line "
         "trains the shipped settings within 30 min and meets its target (walks forward "
         "steadily). Sections are rerun with `--only <section>`, which merges them into the "
         "same JSON (each records its date)."),
