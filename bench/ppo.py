@@ -563,19 +563,26 @@ def push_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def panda_push(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
     """Deterministic success after the shipped budget, the task's dense (oracle) reward,
-    ``push_seeds`` seeds per action space (the shipped one first)."""
+    ``push_seeds`` seeds per action space (the shipped one first); after every training
+    the section so far is merged into the result file."""
     if skipped := _skipped("panda_push"):
         return skipped
     shipped = str(train_cfg("panda_push").task.action)
     spaces: dict[str, Any] = {}
+
+    def section() -> dict[str, Any]:
+        return {"reward": "the task's dense (oracle) reward", "shipped_action": shipped,
+                "config": str(_per_task_config("panda_push").relative_to(config_dir().parent)),
+                "action_spaces": spaces}
+
     for action in s["push_action_spaces"]:
-        runs = [_push_run(None if action == shipped else action, seed, s)
-                for seed in range(s["push_seeds"])]
-        spaces[action] = push_summary(runs)
+        runs: list[dict[str, Any]] = []
+        for seed in range(s["push_seeds"]):
+            runs.append(_push_run(None if action == shipped else action, seed, s))
+            spaces[action] = push_summary(runs)
+            write_partial(quick, "panda_push", section())  # the seeds so far survive a stop
         print(f"  {action}: {spaces[action]['mean_curve']}", flush=True)
-    return {"reward": "the task's dense (oracle) reward", "shipped_action": shipped,
-            "config": str(_per_task_config("panda_push").relative_to(config_dir().parent)),
-            "action_spaces": spaces}
+    return section()
 
 
 def _pick_run(seed: int, p: dict[str, Any]) -> dict[str, Any]:
