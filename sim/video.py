@@ -32,11 +32,13 @@ BROWSER_CODECS = ("h264", "mpeg4")  # eval / demo videos: what browsers play fir
 # Fast settings (2 CPU cores encode thousands of 224x224 frames/s with each).
 OPTIONS = {"libsvtav1": {"preset": "12", "crf": "30"},
            "libx264": {"preset": "veryfast", "crf": "23"},
-           "mpeg4": {"qscale": "3"}}
+           "mpeg4": {"qmin": "2", "qmax": "4"}}  # quantiser 2-4 (its default: 200 kbit/s)
 
 
 def pick_encoder(codecs: Sequence[str]) -> tuple[str, str]:
     """(codec, FFmpeg encoder) of the first entry of ``codecs`` this FFmpeg can encode.
+
+    An entry whose encoder is missing, or is not a video encoder, is skipped.
 
     Raises:
         ValueError: An unknown codec name, or no entry has an encoder here.
@@ -49,11 +51,12 @@ def pick_encoder(codecs: Sequence[str]) -> tuple[str, str]:
                              "(or name:ffmpeg_encoder)")
         encoder = encoder or ENCODERS[name]
         try:
-            av.codec.Codec(encoder, "w")
+            is_video = av.codec.Codec(encoder, "w").type == "video"
         except (av.error.FFmpegError, ValueError):
-            tried.append(f"{name} ({encoder})")
-            continue
-        return name, encoder
+            is_video = False
+        if is_video:
+            return name, encoder
+        tried.append(f"{name} ({encoder})")
     raise ValueError(f"the installed FFmpeg (PyAV {av.__version__}) has no encoder for any of "
                      f"{tried}; list a codec it has, e.g. mpeg4")
 
@@ -74,10 +77,12 @@ class Mp4Encoder:
         self.path, self.size, self.frames = Path(path), (int(width), int(height)), 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._container = av.open(str(self.path), "w", format="mp4")
-        self._stream = self._container.add_stream(encoder, rate=int(fps),
-                                                  options=dict(OPTIONS.get(encoder, {})))
-        self._stream.width, self._stream.height = self.size
-        self._stream.pix_fmt = "yuv420p"
+        stream = self._container.add_stream(encoder, rate=int(fps),
+                                            options=dict(OPTIONS.get(encoder, {})))
+        assert isinstance(stream, av.VideoStream)  # pick_encoder returns video encoders
+        stream.width, stream.height = self.size
+        stream.pix_fmt = "yuv420p"
+        self._stream = stream
 
     def write(self, frame: np.ndarray) -> None:
         """Encode one RGB uint8 frame [height, width, 3]."""
