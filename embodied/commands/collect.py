@@ -17,6 +17,7 @@ from embodied.commands.registry import command
 from embodied.datasets import DatasetError
 from embodied.datasets.actions import action_kind
 from embodied.datasets.collect import frame_features, record_sources, sources, split_episodes
+from embodied.datasets.video import CODECS
 from embodied.datasets.writer import DatasetWriter
 from embodied.envs import make_train_env
 from embodied.policy_io import ExportError
@@ -41,6 +42,8 @@ def run_collect(cfg: DictConfig) -> dict[str, Any]:
     cameras = list(env.camera_names if cfg.cameras is None else cfg.cameras)
     fps = round(1.0 / env.control_dt)
     width, height = int(cfg.width), int(cfg.height)
+    codecs = cfg.get("video_codecs") or CODECS  # video_codecs=h264 on the command line
+    codecs = [codecs] if isinstance(codecs, str) else list(codecs)
     writer = DatasetWriter(
         cfg.out, fps, frame_features(env), cameras, (height, width),
         robot_type=env.robot.name, episodes_per_file=int(cfg.episodes_per_file),
@@ -51,7 +54,7 @@ def run_collect(cfg: DictConfig) -> dict[str, Any]:
             "task_config": OmegaConf.to_container(cfg.task, resolve=True),
             "collection": {"sources": [list(p) for p in pairs], "seed": int(cfg.seed),
                            "episodes": total, "num_envs": num_envs}}},
-        resume=True)
+        resume=True, video_codecs=codecs)
     if writer.episodes:
         print(f"resuming {writer.root}: {len(writer.episodes)} of {total} episodes recorded")
     start = time.perf_counter()

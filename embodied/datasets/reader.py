@@ -1,4 +1,4 @@
-"""Read a LeRobot dataset (v3.0, and v2.0/v2.1) with pyarrow and OpenCV.
+"""Read a LeRobot dataset (v3.0, and v2.0/v2.1) with pyarrow and PyAV.
 
 ``LeRobotDataset(root)`` loads the metadata; frames are read per episode
 (``episode_data``) and camera views by timestamp (``episode_frames``), each video
@@ -55,7 +55,7 @@ class Episode:
 
 
 class LeRobotDataset:
-    """A LeRobot dataset on disk (v3.0 or v2.x), read with pyarrow and OpenCV."""
+    """A LeRobot dataset on disk (v3.0 or v2.x), read with pyarrow and PyAV."""
 
     def __init__(self, root: str | Path, video_cache_size: int = 4):
         self.root = Path(root)
@@ -195,7 +195,7 @@ class LeRobotDataset:
             return
         if not path.is_file():
             raise DatasetError(f"video file {path} ({key}) is missing")
-        fps, _, _, _ = probe(path)
+        _, fps, _, _, _ = probe(path)
         declared = self.features[key].get("info", {}).get("video.fps", self.fps)
         for value, source in ((fps, str(path)), (float(declared), f"features['{key}']")):
             if abs(value - self.fps) > 1e-3 * self.fps:

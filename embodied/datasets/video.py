@@ -1,40 +1,52 @@
 """Dataset videos: append episodes to an MP4 file, decode a file once and index it by time.
 
-Encoding is OpenCV's MPEG-4 Part 2 ('mp4v', lossy), which OpenCV, FFmpeg and PyAV
-decode everywhere. Decoding reads the whole file once into memory; ``VideoCache``
-keeps the most recently used files so a pass over the episodes of a file decodes
-it once.
+Encoding and decoding use PyAV (FFmpeg). The codec is the first of a preference list
+the installed FFmpeg can encode (default AV1, what LeRobot writes; then H.264, then
+MPEG-4 Part 2); OpenCV's FFmpeg does not decode AV1, so decoding is PyAV's too.
+Decoding reads the whole file once into memory; ``VideoCache`` keeps the most recently
+used files so a pass over the episodes of a file decodes it once.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
-import cv2
+import av
 import numpy as np
 
 from embodied.datasets.format import DatasetError
-from sim.video import check_written
+from sim import video as sv
+from sim.video import CODECS, Mp4Encoder, check_written
 
-CODEC = "mpeg4"  # the FFmpeg name of what the 'mp4v' fourcc writes
+__all__ = ["CODECS", "VideoAppender", "VideoCache", "check_frame", "decode", "probe"]
 
 
 class VideoAppender:
-    """An MP4 file that episodes are appended to; ``frames`` counts what was written."""
+    """An MP4 file that episodes are appended to; ``frames`` counts what was written.
 
-    def __init__(self, path: Path, fps: int, width: int, height: int):
+    Written under a temporary name and renamed by ``close()``. ``codec`` is the codec
+    chosen from ``codecs`` (the first the installed FFmpeg can encode).
+    """
+
+    def __init__(self, path: Path, fps: int, width: int, height: int,
+                 codecs: Sequence[str] = CODECS):
         if width % 2 or height % 2:
             raise DatasetError(f"{path}: video frames must have even width and height, got "
                                f"{width}x{height}; render at an even size")
         self.path, self.fps, self.size = Path(path), int(fps), (int(width), int(height))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self.tmp = self.path.with_name(self.path.name + ".tmp.mp4")
-        self._writer = cv2.VideoWriter(str(self.tmp), cv2.VideoWriter_fourcc(*"mp4v"),
-                                       float(fps), self.size)
-        if not self._writer.isOpened():
-            raise DatasetError(f"OpenCV could not open an 'mp4v' video writer for {self.path}")
-        self.frames = 0
+        try:
+            self._encoder = Mp4Encoder(self.tmp, self.fps, width, height, codecs)
+        except ValueError as e:
+            raise DatasetError(f"{self.path}: {e}") from e
+        self.codec = self._encoder.codec
+
+    @property
+    def frames(self) -> int:
+        """Frames written so far."""
+        return self._encoder.frames
 
     def append(self, frames: np.ndarray) -> tuple[float, float]:
         """Write RGB uint8 frames [T, H, W, 3]; returns their ``[from, to)`` timestamps."""
@@ -44,8 +56,7 @@ class VideoAppender:
                                f"{self.size[0]}, 3], got {frames.dtype} {list(frames.shape)}")
         start = self.frames
         for frame in frames:
-            self._writer.write(cv2.cvtColor(np.ascontiguousarray(frame), cv2.COLOR_RGB2BGR))
-        self.frames += len(frames)
+            self._encoder.write(frame)
         return start / self.fps, self.frames / self.fps
 
     def close(self) -> Path:
@@ -53,38 +64,41 @@ class VideoAppender:
 
         An :class:`OSError` names it if not every frame reached the disk.
         """
-        self._writer.release()
+        self._encoder.close()
         check_written(self.tmp, self.frames, self.path)
         self.tmp.replace(self.path)
         return self.path
 
 
-def probe(path: Path) -> tuple[float, int, int, int]:
-    """(fps, frame count, width, height) of a video file, from its header."""
-    cap = cv2.VideoCapture(str(path))
+def probe(path: Path) -> tuple[str, float, int, int, int]:
+    """(codec, fps, frame count, width, height) of a video file, from its header."""
     try:
-        if not cap.isOpened():
-            raise DatasetError(f"{path}: cannot open the video (missing, truncated or not a "
-                               "video file)")
-        return (float(cap.get(cv2.CAP_PROP_FPS)), int(cap.get(cv2.CAP_PROP_FRAME_COUNT)),
-                int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)))
-    finally:
-        cap.release()
+        return sv.probe(path)
+    except OSError as e:
+        raise DatasetError(f"{path}: cannot open the video (missing, truncated or not a "
+                           "video file)") from e
+
+
+def _frames(path: Path, stop: int | None = None) -> list[np.ndarray]:
+    """RGB frames of ``path`` from the first, up to ``stop`` of them (all if None)."""
+    frames: list[np.ndarray] = []
+    try:
+        with av.open(str(path)) as container:
+            for frame in container.decode(video=0):
+                frames.append(frame.to_ndarray(format="rgb24"))
+                if stop is not None and len(frames) >= stop:
+                    break
+    except av.error.FFmpegError as e:
+        if not frames:
+            raise DatasetError(f"{path}: cannot open the video (truncated or not a video "
+                               f"file: {e})") from e
+    return frames
 
 
 def check_frame(path: Path, index: int) -> None:
     """A :class:`DatasetError` naming ``path`` unless frame ``index`` (0-based) decodes."""
-    cap = cv2.VideoCapture(str(path))
-    try:
-        if not cap.isOpened():
-            raise DatasetError(f"{path}: cannot open the video (truncated or not a video file)")
-        count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
-        if index > 0:
-            cap.set(cv2.CAP_PROP_POS_FRAMES, index)
-        ok, _ = cap.read()
-    finally:
-        cap.release()
-    if not ok:
+    count = len(_frames(path, index + 1))
+    if count <= index:
         raise DatasetError(f"{path}: frame {index} cannot be decoded (the file has {count} "
                            f"frames, {index + 1} are needed): truncated or damaged video")
 
@@ -94,18 +108,7 @@ def decode(path: Path) -> np.ndarray:
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"video file {path} is missing")
-    cap = cv2.VideoCapture(str(path))
-    frames = []
-    try:
-        if not cap.isOpened():
-            raise DatasetError(f"{path}: cannot open the video (truncated or not a video file)")
-        while True:
-            ok, frame = cap.read()
-            if not ok:
-                break
-            frames.append(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB))
-    finally:
-        cap.release()
+    frames = _frames(path)
     if not frames:
         raise DatasetError(f"{path}: no frame could be decoded (truncated or empty video)")
     return np.stack(frames)

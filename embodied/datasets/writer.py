@@ -44,14 +44,15 @@ from embodied.datasets.meta import (
     write_parquet,
     write_tasks,
 )
-from embodied.datasets.video import CODEC, VideoAppender
+from embodied.datasets.video import CODECS, VideoAppender
+from sim.video import pick_encoder
 
 
-def video_feature(height: int, width: int, fps: int) -> dict[str, Any]:
-    """The ``info.json`` feature entry of one camera's video."""
+def video_feature(height: int, width: int, fps: int, codec: str = CODECS[0]) -> dict[str, Any]:
+    """The ``info.json`` feature entry of one camera's video in ``codec`` (FFmpeg's name)."""
     return {"dtype": "video", "shape": [height, width, 3],
             "names": ["height", "width", "channels"],
-            "info": {"video.height": height, "video.width": width, "video.codec": CODEC,
+            "info": {"video.height": height, "video.width": width, "video.codec": codec,
                      "video.pix_fmt": "yuv420p", "video.is_depth_map": False,
                      "video.fps": fps, "video.channels": 3, "has_audio": False}}
 
@@ -75,12 +76,15 @@ class DatasetWriter:
     ``cameras``: camera names; each becomes the video feature
     ``observation.images.<name>`` of ``image_size`` (height, width).
     ``episodes_per_file`` episodes share one data file and one video file per camera.
+    ``video_codecs``: codecs in order of preference (:func:`sim.video.pick_encoder`);
+    the first the installed FFmpeg can encode is written and recorded in ``info.json``.
     """
 
     def __init__(self, root: str | Path, fps: int, features: Mapping[str, Mapping[str, Any]],
                  cameras: Sequence[str] = (), image_size: tuple[int, int] = (96, 96),
                  robot_type: str | None = None, episodes_per_file: int = 50,
-                 extra_info: Mapping[str, Any] | None = None, resume: bool = False):
+                 extra_info: Mapping[str, Any] | None = None, resume: bool = False,
+                 video_codecs: Sequence[str] = CODECS):
         self.root = Path(root)
         unfinished = unfinished_message(self.root)
         if unfinished is not None and not (resume and (self.root / COLLECTING_PATH).is_file()):
@@ -96,6 +100,11 @@ class DatasetWriter:
         self.image_size = (int(image_size[0]), int(image_size[1]))
         self.episodes_per_file = int(episodes_per_file)
         self.extra_info = dict(extra_info or {})
+        self.video_codecs = [str(c) for c in video_codecs]
+        try:
+            self.video_codec = pick_encoder(self.video_codecs)[0] if self.cameras else None
+        except ValueError as e:
+            raise DatasetError(f"video_codecs: {e}") from e
         self.tasks: list[str] = []
         self.episodes: list[dict[str, Any]] = []
         self.frame_stats: list[dict[str, st.Stats]] = []
@@ -112,7 +121,8 @@ class DatasetWriter:
         return json.loads(json.dumps({
             "fps": self.fps, "features": self.features, "cameras": self.cameras,
             "image_size": self.image_size, "episodes_per_file": self.episodes_per_file,
-            "robot_type": self.robot_type, "extra_info": self.extra_info}))
+            "robot_type": self.robot_type, "extra_info": self.extra_info,
+            "video_codecs": self.video_codecs}))
 
     def _save_progress(self) -> None:
         """Record the state as of the finished files (called before a new file starts)."""
@@ -183,7 +193,8 @@ class DatasetWriter:
                 h, w = self.image_size
                 self._videos[key] = VideoAppender(
                     self.root / VIDEO_PATH.format(video_key=key, chunk_index=chunk,
-                                                  file_index=file), self.fps, w, h)
+                                                  file_index=file), self.fps, w, h,
+                    self.video_codecs)
             start, end = self._videos[key].append(np.asarray(frames))
             row |= {f"videos/{key}/chunk_index": chunk, f"videos/{key}/file_index": file,
                     f"videos/{key}/from_timestamp": start, f"videos/{key}/to_timestamp": end}
@@ -216,7 +227,8 @@ class DatasetWriter:
         """The ``meta/info.json`` content."""
         h, w = self.image_size
         features = {**self.features,
-                    **{k: video_feature(h, w, self.fps) for k in self.cameras},
+                    **{k: video_feature(h, w, self.fps, self.video_codec or CODECS[0])
+                       for k in self.cameras},
                     **DEFAULT_FEATURES}
         return {
             "codebase_version": CODEBASE_VERSION,
