@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 name=${1:-}
 case "$name" in
     d3rlpy) packages=("torch==2.13.0" "d3rlpy==2.8.1") ;;
-    lerobot) packages=("lerobot>=0.4" "av") ;;  # LeRobot pins its own torch (2.10)
+    # LeRobot pins its own torch (2.10); our reader, which the check compares, needs MuJoCo
+    # through sim (the video helpers)
+    lerobot) packages=("lerobot>=0.4" "av" "mujoco>=4.0,<4.1") ;;
     # rsl_rl steps our batched env, so the project is installed there too (editable: this
     # source tree, with its torch pin, which rsl-rl-lib 5.5 and tensordict 0.15 accept).
     rsl_rl) packages=("torch==2.13.0" "-e" "." "rsl-rl-lib==5.5.1" "tensordict==0.15.3") ;;
