@@ -14,6 +14,9 @@ from embodied.rl.logger import read_metrics
 # fewer iterations. Randomisation and observation noise stay on, as in `embodied train`.
 ITERATIONS = 75  # x 128 envs x 32 steps = 307k env steps
 THRESHOLD = 0.8  # deterministic-policy success over 32 eval episodes
+# A run small enough to start, checkpoint and resume in a few seconds.
+TINY = ["task=panda_reach", "num_envs=4", "algo.num_steps=4", "algo.actor_hidden=[16]",
+        "algo.critic_hidden=[16]", "save_interval=2", "progress=false", "eval.num_envs=0"]
 
 
 def test_ppo_learns_panda_reach_and_writes_the_run_folder(tmp_path):
@@ -46,14 +49,12 @@ def test_ppo_learns_panda_reach_and_writes_the_run_folder(tmp_path):
 
 def test_resume_a_run_folder_from_the_config(tmp_path, capsys):
     threads = torch.get_num_threads()
-    tiny = ["task=panda_reach", "num_envs=4", "algo.num_steps=4", "algo.actor_hidden=[16]",
-            "algo.critic_hidden=[16]", "save_interval=2", "progress=false", "eval.num_envs=0"]
     run = tmp_path / "run"
     try:
-        first = run_train(load_config("train", [*tiny, "max_iterations=2", f"run_dir={run}"]))
+        first = run_train(load_config("train", [*TINY, "max_iterations=2", f"run_dir={run}"]))
         assert first["iterations"] == 2
         # a different seed on the command line: the run's own seed is kept
-        more = run_train(load_config("train", [*tiny, "max_iterations=3", "seed=5",
+        more = run_train(load_config("train", [*TINY, "max_iterations=3", "seed=5",
                                                f"resume={run}"]))
     finally:
         torch.set_num_threads(threads)
@@ -67,11 +68,9 @@ def test_resume_a_run_folder_from_the_config(tmp_path, capsys):
 
 def test_resuming_with_another_algo_continues_the_runs_own_learner(tmp_path, capsys):
     threads = torch.get_num_threads()
-    tiny = ["task=panda_reach", "num_envs=4", "algo.num_steps=4", "algo.actor_hidden=[16]",
-            "algo.critic_hidden=[16]", "save_interval=2", "progress=false", "eval.num_envs=0"]
     run = tmp_path / "run"
     try:
-        run_train(load_config("train", [*tiny, "max_iterations=2", f"run_dir={run}"]))
+        run_train(load_config("train", [*TINY, "max_iterations=2", f"run_dir={run}"]))
         # an SB3 algo on the command line: its section's keys are not PPO's
         more = run_train(load_config("train", ["algo=sb3_ppo", "max_iterations=3",
                                                "progress=false", "eval.num_envs=0",
