@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 
 import torch
 
+from robots.actions import EEDeltaAction
+from robots.math import clamp_norm, wrap_angle
 from sim.tasks.panda_base import PandaTask
 from sim.tasks.panda_base.ik import DiffIK
 
@@ -30,6 +32,7 @@ class ScriptedExpert(ABC):
     """
 
     action_noise = 0.25  # action noise std per unit of ``noise``
+    gain = 0.5  # end-effector actions: fraction of the remaining error commanded per step
 
     def __init__(self, task: PandaTask, noise: float = 0.0, gen: torch.Generator | None = None):
         self.task, self.noise = task, noise
@@ -64,6 +67,39 @@ class ScriptedExpert(ABC):
         """``target`` [B, 3] plus the current waypoint perturbation."""
         return target + self.offset
 
+    def move(self, target: torch.Tensor, gripper_open: torch.Tensor,
+             yaw: torch.Tensor | None = None) -> torch.Tensor:
+        """Actions [B, action_dim] moving the tcp towards ``target`` [B, 3] (hand ``yaw`` [B]).
+
+        In an end-effector action space the command is proportional, a straight line at
+        most one full step long: ``clamp_norm(gain * e / max_step, 1)`` with ``e`` the
+        target minus the commanded tcp (the measured tcp plus the tracking lag of the
+        joint targets), the hand-yaw step likewise; the actions then vary smoothly with
+        the state. In joint spaces: differential IK (:class:`DiffIK`).
+        ``gripper_open`` [B] in [0, 1]: 0 closed, 1 open.
+        """
+        am, task = self.task.action_map, self.task
+        if not isinstance(am, EEDeltaAction):
+            return self.ik(target, gripper_open, yaw)
+        kin = am.kinematics
+        lag = kin.position(am.target) - kin.position(task.joint_pos.to(am.target.dtype))
+        err = (target - task.ee_pos).to(lag.dtype) - lag
+        a = clamp_norm(self.gain * err / am.max_step, 1.0)
+        if am.yaw:
+            want = am.hand_yaw if yaw is None else yaw.to(am.hand_yaw.dtype)
+            turn = self.gain * wrap_angle(want - am.hand_yaw) / am.max_yaw_step
+            a = torch.cat([a, turn.clamp(-1.0, 1.0)[:, None]], dim=1)
+        if am.num_fingers:
+            a = torch.cat([a, 2.0 * gripper_open.reshape(-1, 1).to(a.dtype) - 1.0], dim=1)
+        return a
+
+    def observe(self) -> None:
+        """Update ``phase`` from the current state before :meth:`act` (default: nothing).
+
+        An expert whose phase is a function of the observed state alone (it overrides
+        this) is Markovian: a behaviour cloner can learn it from observations only.
+        """
+
     @abstractmethod
     def act(self) -> torch.Tensor:
         """Noise-free actions [B, action_dim] for the current state."""
@@ -81,6 +117,7 @@ class ScriptedExpert(ABC):
             fresh = std * torch.randn(n, 3, generator=self.gen, dtype=torch.float64)
             dev = self.offset.device
             self.offset.copy_(torch.where(redraw[:, None].to(dev), fresh.to(dev), self.offset))
+        self.observe()
         a = self.act()
         self.timer += 1
         if self.noise > 0:

@@ -13,13 +13,19 @@ from sim.tasks.panda_push.task import PandaPush
 
 
 class PushExpert(ScriptedExpert):
-    """Scripted pusher: a per-env state machine over 6D differential IK.
+    """Scripted pusher over 6D differential IK whose phase is a function of the state.
 
-    Phases: 0 above the pre-push point (behind the cube, opposite the goal),
-    1 descend to cube mid-height, 2 push through towards the goal (re-aimed at
-    every step; back to 0 if the fingers slip off the cube's back), 3 done:
-    back off and hold. The gripper stays closed; the closed fingers are the
-    pusher, turned square to the push direction.
+    Phases (chosen afresh every step from the tcp, hand yaw, cube and goal, so the
+    expert is Markovian in what a policy observes and a behaviour cloner can copy it):
+    3 done when the cube centre is within ``stop`` of the goal (back off from the
+    cube and hover); else
+    2 push when the tcp is low and behind the cube, in line with the goal (the
+    target runs ``lead`` ahead of the contact point towards the goal); else 1
+    descend when the tcp is over the pre-push point (``standoff`` behind the cube,
+    opposite the goal) with the hand square to the push direction, or low and in
+    line behind the cube; else 0 go above the pre-push point (lifting straight up
+    first when low). The gripper stays closed; the closed fingers are the pusher,
+    turned square to the push direction (the nearest such yaw to the hand's).
     """
 
     task: PandaPush
@@ -30,65 +36,62 @@ class PushExpert(ScriptedExpert):
     standoff = 0.065  # pre-push tcp distance behind the cube centre
     finger_half = 0.0105  # half thickness of the closed fingers along the push direction
     lead = 0.02  # how far ahead of contact the pushing target runs
-    stop = 0.01  # distance left to the goal (along the push) at which pushing stops
-    aim_until = 0.04  # the push direction is frozen below this cube-to-goal distance
+    stop = 0.03  # cube-centre-to-goal distance at which pushing stops
+    in_line = 0.03  # largest lateral tcp offset from the push line that still pushes
+    low = 0.012  # above push height: still low enough to push
+    over_pre = 0.015  # tcp to pre-push point (planar) at which the descent starts
+    retreat = 0.10  # done: the tcp backs off to this planar distance from the cube, hovering
 
-    def __init__(self, task: PandaPush, noise: float = 0.0, gen: torch.Generator | None = None):
-        super().__init__(task, noise, gen)
-        n, device = task.sim.num_envs, task.sim.device
-        self.dir = torch.zeros(n, 2, dtype=torch.float64, device=device)
-        self.yaw = torch.zeros(n, dtype=torch.float64, device=device)
+    def geometry(self) -> dict[str, torch.Tensor]:
+        """The push direction and the tcp's place relative to the cube, per env."""
+        t = self.task
+        cube, ee = t.cube_pos[:, :2], t.ee_pos
+        to_goal = t.goal[:, :2] - cube
+        c2g = to_goal.norm(dim=1)
+        d = to_goal / c2g.clamp_min(1e-6)[:, None]
+        rel = ee[:, :2] - cube
+        yaw = nearest_yaw(torch.atan2(d[:, 1], d[:, 0]), t.ee_yaw, math.pi / 2)
+        return {"cube": cube, "c2g": c2g, "dir": d, "pre": cube - self.standoff * d,
+                "along": (rel * d).sum(1), "yaw": yaw,
+                "lateral": (rel[:, 0] * d[:, 1] - rel[:, 1] * d[:, 0]).abs()}
+
+    def observe(self) -> None:
+        """The phase of every env from its current state (see the class doc)."""
+        t, g = self.task, self.geometry()
+        ee = t.ee_pos
+        behind = (g["lateral"] < self.in_line) & (g["along"] < -t.cube_half) & \
+            (g["along"] > -self.standoff - 0.025)
+        low = ee[:, 2] < TABLE_TOP + self.push_height + self.low
+        over_pre = ((ee[:, :2] - g["pre"]).norm(dim=1) < self.over_pre) & \
+            (wrapped_abs(t.ee_yaw - g["yaw"], math.pi / 2) < 0.15)
+        descending = behind & (ee[:, 2] < TABLE_TOP + self.hover - 0.01)
+        phase = torch.full_like(self.phase, self.ABOVE)
+        phase[over_pre | descending] = self.DESCEND
+        phase[behind & low] = self.PUSH
+        phase[g["c2g"] < self.stop] = self.DONE
+        self.phase.copy_(phase)
 
     def act(self) -> torch.Tensor:
         """Actions for the current phase of every env (closed gripper)."""
-        t, n = self.task, self.task.sim.num_envs
-        cube, goal, ee = t.cube_pos[:, :2], t.goal[:, :2], t.ee_pos
-        to_goal = goal - cube
-        c2g = to_goal.norm(dim=1)
-        ph = self.phase.clone()  # the phase at the start of this step
-        # Re-aim while the goal is far; close to it the direction is ill-conditioned.
-        aim = ((ph != self.DONE) & (c2g > self.aim_until)) | (ph == self.ABOVE)
-        self.dir = torch.where(aim[:, None], to_goal / c2g.clamp_min(1e-6)[:, None], self.dir)
-        d = self.dir
-        rel = ee[:, :2] - cube
-        along = (rel * d).sum(1)
-        lateral = (rel[:, 0] * d[:, 1] - rel[:, 1] * d[:, 0]).abs()
-        pre = cube - self.standoff * d
-        contact = cube - (t.cube_half + self.finger_half) * d
-        remaining = (to_goal * d).sum(1)  # still to go along the push direction
-        push_to = contact + remaining.clamp(0.0, self.lead)[:, None] * d
-
-        target = torch.empty(n, 3, dtype=torch.float64, device=pre.device)
-        target[:, :2] = pre
+        t, g = self.task, self.geometry()
+        ph, ee, d = self.phase, t.ee_pos, g["dir"]
+        target = torch.empty_like(ee)
+        target[:, :2] = g["pre"]
         target[:, 2] = TABLE_TOP + self.hover
+        lift = (ph == self.ABOVE) & (ee[:, 2] < TABLE_TOP + self.hover - 0.03)
+        target[lift, :2] = ee[lift, :2]  # from a low pose, first straight up
         desc = ph == self.DESCEND
         target[desc, 2] = TABLE_TOP + self.push_height
         push = ph == self.PUSH
+        contact = g["cube"] - (t.cube_half + self.finger_half) * d
+        push_to = contact + g["c2g"].clamp(0.0, self.lead)[:, None] * d
         target[push, :2] = push_to[push]
         target[push, 2] = TABLE_TOP + self.push_height
         done = ph == self.DONE
-        target[done, :2] = (cube - 0.08 * d)[done]
+        away = ee[:, :2] - g["cube"]
+        away = g["cube"] + self.retreat * away / away.norm(dim=1, keepdim=True).clamp_min(1e-6)
+        target[done, :2] = away[done]
         target[done, 2] = TABLE_TOP + self.hover
         target = self.waypoint(target)
-
-        # Hand yaw square to the push direction (period pi/2): nearest the arm's natural yaw
-        # while approaching, then continuous (no quarter-turn flips while in contact).
-        ref = torch.where(ph == self.ABOVE, torch.atan2(pre[:, 1], pre[:, 0]), self.yaw)
-        self.yaw = nearest_yaw(torch.atan2(d[:, 1], d[:, 0]), ref, math.pi / 2)
-        yaw = self.yaw
-        err = (target - ee).norm(dim=1)
-        yaw_err = wrapped_abs(t.ee_yaw - yaw, math.pi / 2)
-
-        # Transitions (evaluated on the state before this step's action).
-        self.set_phase((ph == self.ABOVE) & self.arrived(err, 0.015) & (yaw_err < 0.15),
-                       self.DESCEND)
-        self.set_phase(desc & self.arrived(err, 0.012), self.PUSH)
-        slipped = push & ((lateral > 0.03) | (along > -t.cube_half) | (along < -0.1))
-        self.set_phase(slipped, self.ABOVE)
-        self.set_phase(push & (remaining < self.stop), self.DONE)
-        self.set_phase(done & (c2g > 0.03), self.ABOVE)
-        # A re-approach from a pushing pose first lifts straight up.
-        low = (self.phase == self.ABOVE) & (ee[:, 2] < TABLE_TOP + 0.07) & (err > 0.03)
-        target[low, :2] = ee[low, :2]
-
-        return self.ik(target, torch.zeros(n, device=target.device), yaw)
+        yaw = torch.where(done, t.ee_yaw, g["yaw"])
+        return self.move(target, torch.zeros(t.sim.num_envs, device=target.device), yaw)
