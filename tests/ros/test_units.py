@@ -4,6 +4,7 @@ watchdog, message mapping, parameter files against the robot specs, launch descr
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import math
 from pathlib import Path
@@ -29,6 +30,7 @@ from embodied_ros.messages import (
     trajectory_message,
 )
 from embodied_ros.observation import (
+    PushObservation,
     ReachObservation,
     RobotState,
     WalkObservation,
@@ -44,21 +46,30 @@ from embodied_ros.safety import (
     tilt_from_quat,
 )
 from robots import load_robot
+from robots.panda.observation import PUSH_GEOMETRY
+from robots.panda.observation import push_target as robot_push_target
 from sim import DomainRandomization, make_env
+from sim.tasks.panda_push import push_target as task_push_target
 
 
-def _env(task: str, n: int = 4):
-    return make_env(task, num_envs=n, seed=3, obs_noise=False,
-                    randomization=DomainRandomization(enabled=False))
-
-
-def test_reach_observation_is_the_simulators():
-    env = _env("panda_reach")
+@contextlib.contextmanager
+def _stepped(task: str, steps: int, scale: float = 1.0, **cfg):
+    """Four noiseless envs of ``task`` after ``steps`` random actions in +-``scale``:
+    (env, the last observation)."""
+    env = make_env(task, num_envs=4, seed=3, obs_noise=False,
+                   randomization=DomainRandomization(enabled=False), **cfg)
     try:
         env.reset()
         gen = torch.Generator().manual_seed(1)
-        for _ in range(5):
-            obs, *_ = env.step(torch.rand(4, env.action_dim, generator=gen) * 2 - 1)
+        for _ in range(steps):
+            obs, *_ = env.step(scale * (torch.rand(4, env.action_dim, generator=gen) * 2 - 1))
+        yield env, obs
+    finally:
+        env.close()
+
+
+def test_reach_observation_is_the_simulators():
+    with _stepped("panda_reach", 5) as (env, obs):
         task = env.task
         builder = ReachObservation(env.robot)
         for i in range(4):
@@ -66,17 +77,47 @@ def test_reach_observation_is_the_simulators():
                                task.sim.qpos[i, task.finger_qpos_ids].numpy())
             built = builder.build(state, task.last_action[i].numpy(), task.target[i].numpy())
             np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
-    finally:
-        env.close()
+
+
+def test_push_target_is_the_tasks():
+    # Cubes and tcps over the workspace, goals 0-25 cm from the cube: covers the release
+    # radius, the approach lift and its cap.
+    gen = torch.Generator().manual_seed(0)
+    n = 4000
+    cube = torch.rand(n, 3, generator=gen, dtype=torch.float64) * 0.3 + torch.tensor(
+        [0.35, -0.15, 0.0], dtype=torch.float64)
+    angle = torch.rand(n, generator=gen, dtype=torch.float64) * 2 * math.pi
+    dist = torch.rand(n, generator=gen, dtype=torch.float64) * 0.25
+    goal = cube[:, :2] + dist[:, None] * torch.stack([angle.cos(), angle.sin()], 1)
+    ee = cube + (torch.rand(n, 3, generator=gen, dtype=torch.float64) - 0.5) * 0.3
+    want = task_push_target(ee, cube, goal, PUSH_GEOMETRY.cube_half)
+    lifted = want[:, 2] > PUSH_GEOMETRY.height + 1e-6
+    assert (dist < PUSH_GEOMETRY.release_radius).sum() > 100
+    assert lifted.sum() > 100 and (want[:, 2] > 0.13).sum() > 100
+    torch.testing.assert_close(robot_push_target(ee, cube, goal), want, rtol=0, atol=1e-12)
+
+
+def test_push_observation_is_the_simulators():
+    with _stepped("panda_push", 8, action="ee_delta", decimation=10) as (env, obs):
+        task = env.task
+        builder = PushObservation(env.robot)
+        assert builder.obs_dim == env.obs_dim
+        assert builder.terms == tuple(task.observation_functions)
+        layout = [{"name": name} for name in task.observation_functions]
+        builder.check_terms(layout)
+        with pytest.raises(ValueError, match="the policy observes the terms"):
+            builder.check_terms(layout[:-1])
+        for i in range(4):
+            state = RobotState(task.joint_pos[i].numpy(), task.joint_vel[i].numpy(),
+                               task.sim.qpos[i, task.finger_qpos_ids].numpy(),
+                               object_pos=task.cube_pos[i].numpy(),
+                               object_quat_wxyz=-2.0 * task.cube_quat[i].numpy())
+            built = builder.build(state, task.last_action[i].numpy(), task.goal[i].numpy())
+            np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
 
 
 def test_walk_observation_is_the_simulators():
-    env = _env("go2_walk")
-    try:
-        env.reset()
-        gen = torch.Generator().manual_seed(1)
-        for _ in range(5):
-            obs, *_ = env.step(0.3 * (torch.rand(4, env.action_dim, generator=gen) * 2 - 1))
+    with _stepped("go2_walk", 5, scale=0.3) as (env, obs):
         task, sim = env.task, env.task.sim
         builder = WalkObservation(env.robot)
         qa, va = task.root_qpos.start, task.root_dof.start
@@ -88,8 +129,6 @@ def test_walk_observation_is_the_simulators():
                                quat_wxyz=quat, ang_vel_b=ang, lin_vel_b=lin)
             built = builder.build(state, task.last_action[i].numpy(), task.commands[i].numpy())
             np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
-    finally:
-        env.close()
 
 
 # ------------------------------------------------------------------ safety
