@@ -42,6 +42,7 @@ from embodied_ros.safety import (
     TargetLimits,
     Watchdog,
     clamp_targets,
+    limit_shares,
     soft_start_targets,
     tilt_from_quat,
 )
@@ -226,6 +227,26 @@ def test_command_limiter_bounds_velocity_and_acceleration():
                               np.full(2, math.inf), 0.02)
     infinite.reset(np.zeros(2))  # no acceleration limit: velocity only
     np.testing.assert_allclose(infinite(np.array([0.5, -0.01])), [0.02, -0.01])
+
+
+def test_limit_shares_count_missing_targets_as_steps():
+    robot = load_robot("panda")
+    dt, v, a = 0.05, robot.velocity, robot.acceleration
+    # At rest, then speeding up at the acceleration limit, then steady: step velocities
+    # 0, 1, 2, 3, 3 x a dt. The 5th target is missing from the stream: a gap of two steps.
+    velocity = np.array([0.0, 1.0, 2.0, 3.0, 3.0])[:, None] * a * dt
+    q = robot.default_pose + np.concatenate([np.zeros((1, 7)), np.cumsum(velocity * dt, 0)])
+    stamps = np.arange(6) * dt
+    keep = [0, 1, 2, 3, 5]
+    used = limit_shares(stamps[keep], q[keep], robot, dt)
+    assert used["targets"] == 5 and used["beyond_position_limit_rad"] == 0.0
+    assert used["acceleration_share"] == pytest.approx(1.0)
+    assert used["at_acceleration_limit"] == 1.0  # the two changes between single steps
+    np.testing.assert_allclose(used["velocity_share"], (3 * a * dt / v).max())
+    over = q[keep].copy()
+    over[-1, 0] = robot.upper[0] + 0.01
+    assert limit_shares(stamps[keep], over, robot, dt)["beyond_position_limit_rad"] == \
+        pytest.approx(0.01)
 
 
 def test_differenced_velocity():
