@@ -47,6 +47,7 @@ from embodied_ros.safety import (
     tilt_from_quat,
 )
 from robots import load_robot
+from robots.actions import action_map_from_metadata
 from robots.panda.observation import PUSH_GEOMETRY
 from robots.panda.observation import push_target as robot_push_target
 from sim import DomainRandomization, make_env
@@ -60,7 +61,7 @@ def _stepped(task: str, steps: int, scale: float = 1.0, **cfg):
     env = make_env(task, num_envs=4, seed=3, obs_noise=False,
                    randomization=DomainRandomization(enabled=False), **cfg)
     try:
-        env.reset()
+        obs = env.reset()
         gen = torch.Generator().manual_seed(1)
         for _ in range(steps):
             obs, *_ = env.step(scale * (torch.rand(4, env.action_dim, generator=gen) * 2 - 1))
@@ -115,6 +116,24 @@ def test_push_observation_is_the_simulators():
                                object_quat_wxyz=-2.0 * task.cube_quat[i].numpy())
             built = builder.build(state, task.last_action[i].numpy(), task.goal[i].numpy())
             np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
+
+
+def test_push_actions_map_to_the_simulators_targets():
+    # The node's ee_delta mapping, rebuilt from an exported policy's action metadata,
+    # against the training env's own (IK, tcp bounds, velocity clamp, gripper).
+    with _stepped("panda_push", 0, action="ee_delta", decimation=10) as (env, _):
+        meta = env.action_map.metadata()
+        node = action_map_from_metadata(meta, env.robot, env.control_dt)
+        assert node.bounds is not None and node.action_dim == env.action_dim == 4
+        q = env.task.joint_pos[:1].clone()
+        env.action_map.reset(torch.arange(4), env.task.joint_pos)
+        node.reset(torch.zeros(1, dtype=torch.long), q)
+        gen = torch.Generator().manual_seed(2)
+        for _ in range(40):  # full-scale actions, down into the table's bound too
+            action = torch.rand(4, 4, generator=gen, dtype=torch.float64) * 2 - 1
+            action[:, 2] -= 0.5
+            want = env.action_map(action)[0]
+            torch.testing.assert_close(node(action[:1])[0], want, rtol=0, atol=1e-12)
 
 
 def test_walk_observation_is_the_simulators():
