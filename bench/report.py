@@ -276,6 +276,31 @@ def ros_loop(r: dict) -> str:
                   f"against {walk['sim']['forward_distance_m']:.2f} m in simulation (mean of "
                   f"{walk['sim']['episodes']} envs, fall rate {walk['sim']['fall_rate']:.0%}): "
                   f"ratio {walk['forward_distance_ratio']:.2f}."]
+    push = r.get("push")
+    if push:
+        ros, sim, lim = push["ros"], push["sim"], push["ros"]["command_limits"]
+        pol = push["policy"]
+        lines += ["", f"Push policy (panda_push, {pol['action']} actions at "
+                  f"{1 / pol['control_dt']:.0f} Hz, seed {pol['seed']}, "
+                  f"{pol['env_steps'] / 1e6:.1f}M env steps) through `sim_deploy` on the "
+                  f"same {ros['episodes']} starts (cube pose, goal) as in simulation: "
+                  f"success {ros['success_rate']:.0%} through ROS against "
+                  f"{sim['training_settings']['success_rate']:.0%} in simulation with the "
+                  f"training settings: ratio {push['success_ratio']:.2f} (target >= 0.9); "
+                  f"{sim['nominal_same_starts']['success_rate']:.0%} in simulation with "
+                  f"nominal physics and no observation noise from the same starts, the same "
+                  f"outcome as through ROS in {push['agreement_with_nominal_sim']:.0%} of the "
+                  f"episodes. Control rate "
+                  f"{ros['control_rate_hz']:.2f} Hz; {lim['commands']} arm commands, "
+                  + ("none beyond a position limit" if not lim["max_beyond_position_limit_rad"]
+                     else f"up to {lim['max_beyond_position_limit_rad']} rad beyond a "
+                     "position limit") + ", largest share of a velocity limit "
+                  f"{lim['max_velocity_share_of_limit']:.2f}, of an acceleration limit "
+                  f"{lim['max_acceleration_share_of_limit']:.2f} (at it in "
+                  f"{lim['steps_at_acceleration_limit']:.0%} of the steps); watchdog trips "
+                  f"{ros['watchdog_trips']}, object pose stale {ros['object_stale']}; load "
+                  f"average {ros['load_avg_1min'][0]:.1f}/{ros['load_avg_1min'][1]:.1f} "
+                  f"({push['date'][:10]})."]
     return "\n".join(lines)
 
 
@@ -538,7 +563,9 @@ INTROS = {
         "deactivates the node, resets the arm, activates the node), the policy "
         "node's control-step jitter and compute time, and the latency from the robot's "
         "newest state message to each command's arrival; and the Go2 walking "
-        "policy's forward distance through ROS against simulation under the same command. "
+        "policy's forward distance through ROS against simulation under the same command; "
+        "and a panda_push policy (`--push-policy`) on the same starts through ROS and in "
+        "simulation ([the push notes](experiments/2026-11-24-ros-push.md)). "
         "Measured on a machine shared with trainings (the load average is recorded), so "
         "the p99 figures include waiting for a CPU. The jitter table runs the robot "
         "deployment (policy node on its own 50 Hz timer, wall time) beside added "

@@ -52,11 +52,11 @@ def test_reach_policy_through_ros_reaches_goals(ros_graph, panda_policy):
                 < SUCCESS_RADIUS
 
         g.wait_for(reached, 30.0, f"the tcp within {SUCCESS_RADIUS} m of {target.tolist()}")
-    # Commands name the arm joints (by ROS name; the fingers are the gripper's own
-    # controller's, command_gripper: false) and stay inside the limits.
+    # Commands name the arm joints by ROS name, then the fingers (the simulated robot
+    # follows them: command_gripper), and stay inside the limits.
     robot = load_robot("panda")
     last = commands.messages[-1]
-    assert list(last.joint_names) == robot.ros_joint_names
+    assert list(last.joint_names) == robot.ros_joint_names + list(robot.gripper.ros_names)
     q = np.array([m.points[0].positions[:7] for m in commands.messages])
     assert np.all(q >= robot.lower) and np.all(q <= robot.upper)
     assert safety.messages[-1]["mode"] == "policy"

@@ -4,6 +4,7 @@ watchdog, message mapping, parameter files against the robot specs, launch descr
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import math
 from pathlib import Path
@@ -29,6 +30,7 @@ from embodied_ros.messages import (
     trajectory_message,
 )
 from embodied_ros.observation import (
+    PushObservation,
     ReachObservation,
     RobotState,
     WalkObservation,
@@ -40,25 +42,36 @@ from embodied_ros.safety import (
     TargetLimits,
     Watchdog,
     clamp_targets,
+    limit_shares,
     soft_start_targets,
     tilt_from_quat,
 )
 from robots import load_robot
+from robots.actions import action_map_from_metadata
+from robots.panda.observation import PUSH_GEOMETRY
+from robots.panda.observation import push_target as robot_push_target
 from sim import DomainRandomization, make_env
+from sim.tasks.panda_push import push_target as task_push_target
 
 
-def _env(task: str, n: int = 4):
-    return make_env(task, num_envs=n, seed=3, obs_noise=False,
-                    randomization=DomainRandomization(enabled=False))
+@contextlib.contextmanager
+def _stepped(task: str, steps: int, scale: float = 1.0, **cfg):
+    """Four noiseless envs of ``task`` after ``steps`` random actions in +-``scale``:
+    (env, the last observation)."""
+    env = make_env(task, num_envs=4, seed=3, obs_noise=False,
+                   randomization=DomainRandomization(enabled=False), **cfg)
+    try:
+        obs = env.reset()
+        gen = torch.Generator().manual_seed(1)
+        for _ in range(steps):
+            obs, *_ = env.step(scale * (torch.rand(4, env.action_dim, generator=gen) * 2 - 1))
+        yield env, obs
+    finally:
+        env.close()
 
 
 def test_reach_observation_is_the_simulators():
-    env = _env("panda_reach")
-    try:
-        env.reset()
-        gen = torch.Generator().manual_seed(1)
-        for _ in range(5):
-            obs, *_ = env.step(torch.rand(4, env.action_dim, generator=gen) * 2 - 1)
+    with _stepped("panda_reach", 5) as (env, obs):
         task = env.task
         builder = ReachObservation(env.robot)
         for i in range(4):
@@ -66,17 +79,65 @@ def test_reach_observation_is_the_simulators():
                                task.sim.qpos[i, task.finger_qpos_ids].numpy())
             built = builder.build(state, task.last_action[i].numpy(), task.target[i].numpy())
             np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
-    finally:
-        env.close()
+
+
+def test_push_target_is_the_tasks():
+    # Cubes and tcps over the workspace, goals 0-25 cm from the cube: covers the release
+    # radius, the approach lift and its cap.
+    gen = torch.Generator().manual_seed(0)
+    n = 4000
+    cube = torch.rand(n, 3, generator=gen, dtype=torch.float64) * 0.3 + torch.tensor(
+        [0.35, -0.15, 0.0], dtype=torch.float64)
+    angle = torch.rand(n, generator=gen, dtype=torch.float64) * 2 * math.pi
+    dist = torch.rand(n, generator=gen, dtype=torch.float64) * 0.25
+    goal = cube[:, :2] + dist[:, None] * torch.stack([angle.cos(), angle.sin()], 1)
+    ee = cube + (torch.rand(n, 3, generator=gen, dtype=torch.float64) - 0.5) * 0.3
+    want = task_push_target(ee, cube, goal, PUSH_GEOMETRY.cube_half)
+    lifted = want[:, 2] > PUSH_GEOMETRY.height + 1e-6
+    assert (dist < PUSH_GEOMETRY.release_radius).sum() > 100
+    assert lifted.sum() > 100 and (want[:, 2] > 0.13).sum() > 100
+    torch.testing.assert_close(robot_push_target(ee, cube, goal), want, rtol=0, atol=1e-12)
+
+
+def test_push_observation_is_the_simulators():
+    with _stepped("panda_push", 8, action="ee_delta", decimation=10) as (env, obs):
+        task = env.task
+        builder = PushObservation(env.robot)
+        assert builder.obs_dim == env.obs_dim
+        assert builder.terms == tuple(task.observation_functions)
+        layout = [{"name": name} for name in task.observation_functions]
+        builder.check_terms(layout)
+        with pytest.raises(ValueError, match="the policy observes the terms"):
+            builder.check_terms(layout[:-1])
+        for i in range(4):
+            state = RobotState(task.joint_pos[i].numpy(), task.joint_vel[i].numpy(),
+                               task.sim.qpos[i, task.finger_qpos_ids].numpy(),
+                               object_pos=task.cube_pos[i].numpy(),
+                               object_quat_wxyz=-2.0 * task.cube_quat[i].numpy())
+            built = builder.build(state, task.last_action[i].numpy(), task.goal[i].numpy())
+            np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
+
+
+def test_push_actions_map_to_the_simulators_targets():
+    # The node's ee_delta mapping, rebuilt from an exported policy's action metadata,
+    # against the training env's own (IK, tcp bounds, velocity clamp, gripper).
+    with _stepped("panda_push", 0, action="ee_delta", decimation=10) as (env, _):
+        meta = env.action_map.metadata()
+        node = action_map_from_metadata(meta, env.robot, env.control_dt)
+        assert node.bounds is not None and node.action_dim == env.action_dim == 4
+        q = env.task.joint_pos[:1].clone()
+        env.action_map.reset(torch.arange(4), env.task.joint_pos)
+        node.reset(torch.zeros(1, dtype=torch.long), q)
+        gen = torch.Generator().manual_seed(2)
+        for _ in range(40):  # full-scale actions, down into the table's bound too
+            action = torch.rand(4, 4, generator=gen, dtype=torch.float64) * 2 - 1
+            action[:, 2] -= 0.5
+            want = env.action_map(action)[0]
+            torch.testing.assert_close(node(action[:1])[0], want, rtol=0, atol=1e-12)
 
 
 def test_walk_observation_is_the_simulators():
-    env = _env("go2_walk")
-    try:
-        env.reset()
-        gen = torch.Generator().manual_seed(1)
-        for _ in range(5):
-            obs, *_ = env.step(0.3 * (torch.rand(4, env.action_dim, generator=gen) * 2 - 1))
+    with _stepped("go2_walk", 5, scale=0.3) as (env, obs):
         task, sim = env.task, env.task.sim
         builder = WalkObservation(env.robot)
         qa, va = task.root_qpos.start, task.root_dof.start
@@ -88,8 +149,6 @@ def test_walk_observation_is_the_simulators():
                                quat_wxyz=quat, ang_vel_b=ang, lin_vel_b=lin)
             built = builder.build(state, task.last_action[i].numpy(), task.commands[i].numpy())
             np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
-    finally:
-        env.close()
 
 
 # ------------------------------------------------------------------ safety
@@ -187,6 +246,26 @@ def test_command_limiter_bounds_velocity_and_acceleration():
                               np.full(2, math.inf), 0.02)
     infinite.reset(np.zeros(2))  # no acceleration limit: velocity only
     np.testing.assert_allclose(infinite(np.array([0.5, -0.01])), [0.02, -0.01])
+
+
+def test_limit_shares_count_missing_targets_as_steps():
+    robot = load_robot("panda")
+    dt, v, a = 0.05, robot.velocity, robot.acceleration
+    # At rest, then speeding up at the acceleration limit, then steady: step velocities
+    # 0, 1, 2, 3, 3 x a dt. The 5th target is missing from the stream: a gap of two steps.
+    velocity = np.array([0.0, 1.0, 2.0, 3.0, 3.0])[:, None] * a * dt
+    q = robot.default_pose + np.concatenate([np.zeros((1, 7)), np.cumsum(velocity * dt, 0)])
+    stamps = np.arange(6) * dt
+    keep = [0, 1, 2, 3, 5]
+    used = limit_shares(stamps[keep], q[keep], robot, dt)
+    assert used["targets"] == 5 and used["beyond_position_limit_rad"] == 0.0
+    assert used["acceleration_share"] == pytest.approx(1.0)
+    assert used["at_acceleration_limit"] == 1.0  # the two changes between single steps
+    np.testing.assert_allclose(used["velocity_share"], (3 * a * dt / v).max())
+    over = q[keep].copy()
+    over[-1, 0] = robot.upper[0] + 0.01
+    assert limit_shares(stamps[keep], over, robot, dt)["beyond_position_limit_rad"] == \
+        pytest.approx(0.01)
 
 
 def test_differenced_velocity():

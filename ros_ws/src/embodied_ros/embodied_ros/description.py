@@ -125,15 +125,20 @@ def sim_deploy_nodes(robot: str, policy: str, namespace: str = "", params_file: 
                      autostart: bool = True) -> list[NodeSpec]:
     """``sim_deploy.launch.py``: the policy node plus the simulated robot, same namespace.
 
-    The simulated robot sends state at the control rate, so the policy node steps on each
-    state message (``trigger: state``) rather than on its own timer; it publishes its
-    simulation time on ``/clock`` and the policy node runs on it (``use_sim_time``), so a
-    simulation slowed down by a busy CPU does not look like a stale robot.
+    The simulated robot sends state at the policy's control rate (it reads the policy's
+    control period, and its task's scene when that has an object to push), so the policy
+    node steps on each state message (``trigger: state``) rather than on its own timer;
+    it publishes its simulation time on ``/clock`` and the policy node runs on it
+    (``use_sim_time``), so a simulation slowed down by a busy CPU does not look like a
+    stale robot. The simulated robot follows the finger joints in the trajectory, so the
+    policy node sends them (``command_gripper``).
     """
     spec = policy_node(robot, policy, namespace, params_file, (), autostart)
-    spec = replace(spec, overrides={**spec.overrides, "trigger": "state", "use_sim_time": True})
+    spec = replace(spec, overrides={**spec.overrides, "trigger": "state", "use_sim_time": True,
+                                    "command_gripper": True})
     sim = sim_robot_node(robot, namespace, params_file)
-    sim = replace(sim, overrides={**sim.overrides, "publish_clock": True})
+    sim = replace(sim, overrides={**sim.overrides, "publish_clock": True,
+                                  "policy_path": spec.overrides["policy_path"]})
     return [spec, sim]
 
 

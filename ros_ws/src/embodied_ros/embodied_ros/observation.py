@@ -2,9 +2,11 @@
 
 The vector a policy saw in training is assembled by pure torch functions in
 ``robots/<robot>/observation.py`` (:func:`robots.panda.observation.build_reach_observation`,
-:func:`robots.go2.observation.build_observation`), which the simulated tasks call too;
-the builders here only turn ROS state (joint positions and velocities, IMU, base
-velocity, command, goal) into their inputs. Forward kinematics for the arm's tcp runs
+:func:`robots.panda.observation.build_push_observation`,
+:func:`robots.go2.observation.build_observation`), which the simulated tasks call too
+or, for panda_push, reproduce (a parity test holds them equal); the builders here only
+turn ROS state (joint positions and velocities, IMU, base velocity, the pushed
+object's pose, command, goal) into their inputs. Forward kinematics for the arm's tcp runs
 in torch on the robot's MJCF chain (:class:`robots.kinematics.SiteKinematics`), so
 nothing here needs MuJoCo or the simulator.
 """
@@ -22,7 +24,11 @@ from robots import RobotSpec
 from robots.go2.observation import advance_phase, base_lin_vel_b
 from robots.go2.observation import build_observation as build_walk_observation
 from robots.kinematics import SiteKinematics
-from robots.panda.observation import build_reach_observation, gripper_opening
+from robots.panda.observation import (
+    build_push_observation,
+    build_reach_observation,
+    gripper_opening,
+)
 
 
 @dataclass
@@ -35,6 +41,8 @@ class RobotState:
     quat_wxyz: np.ndarray | None = None  # base orientation (IMU)
     ang_vel_b: np.ndarray | None = None  # base angular velocity, base frame (IMU)
     lin_vel_b: np.ndarray | None = None  # base linear velocity, base frame (estimator)
+    object_pos: np.ndarray | None = None  # pushed object's centre, arm base frame (perception)
+    object_quat_wxyz: np.ndarray | None = None  # its orientation, unit (perception)
 
 
 def floating_base_state(free_qpos: np.ndarray, free_qvel: np.ndarray
@@ -61,6 +69,10 @@ class ObservationBuilder(ABC):
     task: str = ""
     obs_dim: int = 0
     legged: bool = False  # needs IMU, base velocity and a velocity command
+    needs_object: bool = False  # needs the pose of an object (``object_pose``)
+    # The task's observation terms in order (checked against an exported policy's
+    # ``observation`` layout when not empty).
+    terms: tuple[str, ...] = ()
 
     def __init__(self, robot: RobotSpec):
         self.robot = robot
@@ -71,6 +83,17 @@ class ObservationBuilder(ABC):
               command: np.ndarray) -> np.ndarray:
         """float32 [1, obs_dim]; ``command`` is the task input (goal or velocity command)."""
 
+    def check_terms(self, layout: list[dict]) -> None:
+        """ValueError unless an exported policy's observation ``layout`` has our ``terms``.
+
+        ``layout`` is the metadata's list of ``{"name": ...}`` in observation order; an
+        empty layout or a builder without ``terms`` is not checked.
+        """
+        names = tuple(str(t.get("name")) for t in layout)
+        if self.terms and names and names != self.terms:
+            raise ValueError(f"the policy observes the terms {list(names)}, the bridge builds "
+                             f"{list(self.terms)} for task '{self.task}'")
+
     def reset(self) -> None:
         """Forget internal state (a new hand-over to the policy)."""
 
@@ -78,27 +101,63 @@ class ObservationBuilder(ABC):
         """One policy step was taken (for builders with a clock)."""
 
 
-class ReachObservation(ObservationBuilder):
+class ArmObservation(ObservationBuilder):
+    """Base of the Panda builders: tcp forward kinematics and the gripper opening."""
+
+    def __init__(self, robot: RobotSpec):
+        super().__init__(robot)
+        if robot.gripper is None or "ee" not in robot.sites:
+            raise ValueError(f"{self.task} needs a robot with a gripper and an 'ee' site; "
+                             f"'{robot.name}' has none")
+        self.kinematics = SiteKinematics.from_robot(robot, "ee")
+
+    def arm_inputs(self, state: RobotState) -> tuple[torch.Tensor, torch.Tensor]:
+        """(tcp position [1, 3], gripper opening [1, 1]) of ``state``."""
+        g = self.robot.gripper
+        opening = gripper_opening(_row(state.finger_q), g.lower, g.upper)
+        return self.kinematics.position(_row(state.q)), opening
+
+
+class ReachObservation(ArmObservation):
     """panda_reach: arm terms + target minus tcp; the command is the goal point [3]."""
 
     task = "panda_reach"
     obs_dim = 29
 
-    def __init__(self, robot: RobotSpec):
-        super().__init__(robot)
-        if robot.gripper is None or "ee" not in robot.sites:
-            raise ValueError(f"panda_reach needs a robot with a gripper and an 'ee' site; "
-                             f"'{robot.name}' has none")
-        self.kinematics = SiteKinematics.from_robot(robot, "ee")
-
     def build(self, state: RobotState, last_action: np.ndarray,
               command: np.ndarray) -> np.ndarray:
         """float32 [1, 29]; ``command`` is the goal point [3] (world frame, m)."""
-        g = self.robot.gripper
-        ee = self.kinematics.position(_row(state.q))
-        opening = gripper_opening(_row(state.finger_q), g.lower, g.upper)
+        ee, opening = self.arm_inputs(state)
         obs = build_reach_observation(_row(state.q), _row(state.qd), _row(self.default),
                                       opening, ee, _row(last_action), _row(command))
+        return obs.to(torch.float32).numpy()
+
+
+class PushObservation(ArmObservation):
+    """panda_push: arm terms, the cube's pose relative to goal and tcp, the push target.
+
+    The cube is the object of ``state`` (``object_pos``, ``object_quat_wxyz``); the
+    command is the goal on the table (x, y; a z is ignored: the goal lies on the table
+    top, at the arm base's height).
+    """
+
+    task = "panda_push"
+    obs_dim = 40
+    needs_object = True
+    terms = ("joint_pos", "joint_vel", "gripper", "ee_pos", "last_action", "cube_pos",
+             "cube_rot6d", "cube_to_goal", "ee_to_cube", "push_target_rel")
+
+    def build(self, state: RobotState, last_action: np.ndarray,
+              command: np.ndarray) -> np.ndarray:
+        """float32 [1, 40]; ``command`` is the goal [2 or 3] (arm base frame, m)."""
+        if state.object_pos is None or state.object_quat_wxyz is None:
+            raise ValueError("panda_push observes the cube: the state has no object pose")
+        ee, opening = self.arm_inputs(state)
+        quat = np.asarray(state.object_quat_wxyz, dtype=np.float64)
+        obs = build_push_observation(_row(state.q), _row(state.qd), _row(self.default),
+                                     opening, ee, _row(last_action), _row(state.object_pos),
+                                     _row(quat / np.linalg.norm(quat)),
+                                     _row(np.asarray(command)[:2]))
         return obs.to(torch.float32).numpy()
 
 
@@ -137,7 +196,7 @@ class WalkObservation(ObservationBuilder):
 
 
 BUILDERS: dict[str, type[ObservationBuilder]] = {
-    b.task: b for b in (ReachObservation, WalkObservation)}
+    b.task: b for b in (ReachObservation, PushObservation, WalkObservation)}
 
 
 def make_builder(task: str, robot: RobotSpec) -> ObservationBuilder:

@@ -34,6 +34,7 @@ PARAMETERS: dict[str, Any] = {
     "torque_limit_scale": 1.0,
     "soft_start_s": 2.0,
     "resume_window_s": 0.5,
+    "object_max_age_s": 0.3,
     "attitude_limit": 0.0,
     "obs_clip": 100.0,
     "stats_period_s": 5.0,
@@ -65,6 +66,7 @@ class Params:
     torque_limit_scale: float
     soft_start_s: float
     resume_window_s: float
+    object_max_age_s: float
     attitude_limit: float
     obs_clip: float
     stats_period_s: float
@@ -87,6 +89,8 @@ class Params:
                               f"{TRAJECTORY_STAMPS}")
         if not self.trajectory_horizon > 0:
             raise ConfigError(f"trajectory_horizon {self.trajectory_horizon} s must be > 0")
+        if not self.object_max_age_s > 0:
+            raise ConfigError(f"object_max_age_s {self.object_max_age_s} s must be > 0")
         if not self.watchdog_periods > 0 or self.watchdog_recover_periods < 0:
             raise ConfigError("watchdog_periods must be > 0 and watchdog_recover_periods "
                               ">= 0")

@@ -20,7 +20,8 @@ Topics (relative, so a namespace applies; remap them for a given robot):
 ``imu``                   sensor_msgs/Imu         in     legged: orientation, gyro
 ``base_velocity``         geometry_msgs/TwistStamped in  legged: base-frame velocity
 ``cmd_vel``               geometry_msgs/Twist     in     legged: (vx, vy, yaw rate)
-``goal``                  geometry_msgs/PointStamped in  arm reach target, base frame
+``goal``                  geometry_msgs/PointStamped in  arm: reach target / push goal, base frame
+``object_pose``           geometry_msgs/PoseStamped in   the pushed object (panda_push), base frame
 ``e_stop``                std_msgs/Bool           in     true latches the safe state
 ``~/reset_e_stop``        std_srvs/Trigger      service  releases a latched e-stop
 ``joint_trajectory``      trajectory_msgs/JointTrajectory out (``output: joint_trajectory``)
@@ -34,6 +35,9 @@ time and header stamp against the node's clock; older than ``watchdog_periods`` 
 periods -> safe state; fresh again after ``watchdog_recover_periods`` of steady state;
 then the policy, or an interrupted soft start, resumes after an outage shorter than
 ``resume_window_s``, else a soft start runs again);
+a task whose policy observes an object (panda_push's cube) holds the arm (mode
+``object_stale``, said once) while its ``object_pose`` is missing or older than
+``object_max_age_s`` and restarts the policy, as at a hand-over, once it is fresh again;
 the safe state itself (``hold``: the targets brake to a stop as fast as the acceleration
 limits allow and stay there, arms; ``damp``:
 targets follow the measured pose so only the D term acts, legged robots); clamps on
@@ -62,7 +66,7 @@ import numpy as np
 import rclpy
 import torch
 from builtin_interfaces.msg import Time as TimeMsg
-from geometry_msgs.msg import PointStamped, Twist, TwistStamped
+from geometry_msgs.msg import PointStamped, PoseStamped, Twist, TwistStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.duration import Duration
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
@@ -109,7 +113,7 @@ from robots.actions import action_map_from_metadata
 # Modes in which the safe command is sent; the first three latch (e_stop until the reset
 # service, the others until re-activation).
 LATCHED = ("e_stop", "attitude", "non_finite_action")
-SAFE_STATES = (*LATCHED, "watchdog", "non_finite_observation")
+SAFE_STATES = (*LATCHED, "watchdog", "non_finite_observation", "object_stale")
 # State in: newest only, never block the sender. Commands out: reliable depth 1 (matches
 # the reliable subscriptions of ros2_control controllers and best-effort readers alike).
 STATE_QOS = qos_profile_sensor_data
@@ -186,6 +190,7 @@ class PolicyNode(LifecycleNode):
         if int(self.meta["obs_dim"]) != builder.obs_dim:
             raise ConfigError(f"policy takes {self.meta['obs_dim']} observations, task "
                               f"'{builder.task}' builds {builder.obs_dim}")
+        builder.check_terms(self.meta.get("observation") or [])
         if builder.legged and p.safe_mode != "damp":
             self.get_logger().warning("legged robot with safe_mode 'hold': 'damp' is safer")
         self.builder = builder
@@ -204,6 +209,10 @@ class PolicyNode(LifecycleNode):
                                          p.watchdog_recover_periods * dt)
                           for name in inputs}
         self.limiter = CommandLimiter.from_robot(robot, self.limits, dt)
+        # The object's age alone decides (no hysteresis): the arm is held meanwhile.
+        self.object_watchdog = Watchdog(p.object_max_age_s, 0.0) if builder.needs_object \
+            else None
+        self.object: tuple[np.ndarray, np.ndarray] | None = None  # (position, quaternion)
         self.velocity_estimate: DifferencedVelocity | None = None
         self.stats = LoopStats(dt)
         self.state: RobotState | None = None
@@ -224,6 +233,8 @@ class PolicyNode(LifecycleNode):
                      sub(Twist, "cmd_vel", self._on_cmd_vel, 10)]
         else:
             objs.append(sub(PointStamped, "goal", self._on_goal, 10))
+        if builder.needs_object:
+            objs.append(sub(PoseStamped, "object_pose", self._on_object_pose, STATE_QOS))
         # Last: the executor serves ready subscriptions in creation order, so IMU, base
         # velocity and goal messages that arrived with a JointState are taken before it
         # (with trigger 'state' the JointState starts the control step).
@@ -381,6 +392,19 @@ class PolicyNode(LifecycleNode):
         if np.all(np.isfinite(goal)):
             self.goal = goal
 
+    def _on_object_pose(self, msg: PoseStamped) -> None:
+        pos = vector3(msg.pose.position)
+        o = msg.pose.orientation
+        quat = np.array([o.w, o.x, o.y, o.z], dtype=np.float64)
+        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(quat))) or \
+                np.linalg.norm(quat) < 0.5:
+            self._reject("object_pose", StateError(f"invalid object pose: position "
+                                                   f"{pos.tolist()}, orientation {quat.tolist()}"))
+            return
+        self.object = pos, quat / np.linalg.norm(quat)
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        self.object_watchdog.state_received(self.now(), stamp)
+
     def _on_e_stop(self, msg: Bool) -> None:
         self.e_stop_asserted = bool(msg.data)
         if msg.data and not self.e_stop_latched:
@@ -456,12 +480,29 @@ class PolicyNode(LifecycleNode):
             target, done = soft_start_targets(self.soft_start_from, self.robot.default_pose,
                                               now - self.soft_start_t0, self.p.soft_start_s)
             if done:
-                self._hand_over()
+                self._hand_over("soft start done")
         else:
+            if self._object_stale(now):
+                self.send_safe_command("object_stale")
+                return
+            if self.mode == "object_stale":
+                self._hand_over("object_pose fresh again: the policy restarts")
             target = self._policy_targets()
             if target is None:
                 return
         self._send(target, clamp=True, compute_s=time.perf_counter() - start, now=now)
+
+    def _object_stale(self, now: float) -> bool:
+        """Whether the policy's object pose is missing or too old (entering the hold once)."""
+        w = self.object_watchdog
+        if w is None or w.fresh(now):
+            return False
+        if self.mode != "object_stale":
+            age = w.age(now)
+            self._enter_safe("object_stale", (
+                f"object_pose {age:.3f} s old (max {w.max_age} s)" if math.isfinite(age)
+                else "no object_pose yet") + ": holding the arm")
+        return True
 
     def _policy_targets(self) -> np.ndarray | None:
         """Joint targets from the policy; None (and the safe state) on non-finite values."""
@@ -471,6 +512,8 @@ class PolicyNode(LifecycleNode):
         if self.builder.legged:
             state.quat_wxyz, state.ang_vel_b = self.imu
             state.lin_vel_b = self.base_vel
+        if self.object is not None:
+            state.object_pos, state.object_quat_wxyz = self.object
         task_input = self.command if self.builder.legged else self.goal
         obs = self.builder.build(state, self.last_action, task_input)
         if not np.all(np.isfinite(obs)):
@@ -491,8 +534,8 @@ class PolicyNode(LifecycleNode):
         self.finger_target = ctrl[nj:]
         return ctrl[:nj]
 
-    def _hand_over(self) -> None:
-        """Soft start done: the policy starts as from a training reset.
+    def _hand_over(self, reason: str) -> None:
+        """The policy starts as from a training reset (soft start done, or object seen again).
 
         The clock restarts, the action targets are the measured pose, the last
         action is the reset's and a chunking policy forgets its earlier predictions.
@@ -505,7 +548,7 @@ class PolicyNode(LifecycleNode):
         self.last_action = np.zeros(self.action_map.action_dim)
         if self.robot.gripper is not None:
             self.last_action[-1] = 1.0
-        self._set_mode("policy", "soft start done")
+        self._set_mode("policy", reason)
 
     def _resume(self, now: float) -> None:
         """Fresh state after an outage that began at ``safe_since``; ``now`` in s.
@@ -514,7 +557,7 @@ class PolicyNode(LifecycleNode):
         it stood), a longer one starts a soft start again.
         """
         outage = now - self.safe_since
-        if outage <= self.p.resume_window_s and self.interrupted == "policy":
+        if outage <= self.p.resume_window_s and self.interrupted in ("policy", "object_stale"):
             self._set_mode("policy", f"fresh state again after {outage:.2f} s: policy resumes")
         elif outage <= self.p.resume_window_s and self.interrupted == "soft_start":
             self.soft_start_t0 += outage  # the ramp's clock stood still during the outage

@@ -201,6 +201,29 @@ class CommandLimiter:
         return out
 
 
+def limit_shares(stamps: np.ndarray, targets: np.ndarray, robot: RobotSpec,
+                 dt: float) -> dict[str, float]:
+    """How much of ``robot``'s limits a stream of joint targets [n, nj] used.
+
+    ``stamps`` [n] (s) place the targets on the control grid of period ``dt``; a gap of
+    several periods (a target lost by a slow reader) counts as that many steps. Returns
+    the largest excess beyond a position limit (rad, 0 if none), the largest share of a
+    velocity limit (mean over each gap) and of an acceleration limit (between steps one
+    period apart), and the share of those steps at an acceleration limit.
+    """
+    steps = np.maximum(1.0, np.round(np.diff(stamps) / dt))
+    velocity = np.diff(targets, axis=0) / (steps[:, None] * dt)
+    consecutive = (steps[:-1] == 1) & (steps[1:] == 1)
+    accel = np.abs(np.diff(velocity, axis=0)[consecutive]) / dt / robot.acceleration
+    excess = np.maximum(robot.lower - targets, targets - robot.upper)
+    return {"targets": len(targets),
+            "beyond_position_limit_rad": float(max(excess.max(initial=0.0), 0.0)),
+            "velocity_share": float((np.abs(velocity) / robot.velocity).max(initial=0.0)),
+            "acceleration_share": float(accel.max(initial=0.0)),
+            "at_acceleration_limit": float((accel.max(axis=1) > 0.999).mean())
+            if len(accel) else 0.0}
+
+
 def percentiles(values: Iterable[float], qs: Sequence[float] = (50, 99)) -> list[float]:
     """Percentiles of ``values`` (nan when empty)."""
     arr = np.asarray(list(values), dtype=float)

@@ -11,16 +11,24 @@ steps ``decimation`` physics steps and publishes
   velocity, accelerometer) and ``base_velocity`` (geometry_msgs/TwistStamped, base
   frame: what a state estimator provides on hardware),
 * ground truth for tests and benchmarks: ``ground_truth/base_pose`` and
-  ``ground_truth/ee_pose`` (geometry_msgs/PoseStamped, world frame).
+  ``ground_truth/ee_pose`` (geometry_msgs/PoseStamped, world frame),
+* with an object in the scene, ``object_pose`` (geometry_msgs/PoseStamped, world = arm
+  base frame): the object's pose, what a perception system publishes on hardware.
+
+With ``policy_path`` (an exported policy; ``sim_deploy`` passes the policy node's) the
+control period is the policy's, and if the policy's task has a free object (the cube
+of panda_push) the model is that task's scene (``sim.env.compile_task_model``: the
+table, the object, the goal marker) with its nominal physics; ``~/place_object``
+(geometry_msgs/PoseStamped) puts the object at a pose at rest, as a task's reset does.
 
 It follows ``joint_trajectory`` (trajectory_msgs/JointTrajectory, joints by name; the
 first point's positions) or ``joint_position_targets`` (std_msgs/Float64MultiArray in
 robot.yaml order), per the ``command`` parameter. With ``publish_clock`` it publishes
 the simulation time on ``/clock`` (``sim_deploy`` runs the policy node on it).
-``~/reset`` (std_msgs/Empty) puts the robot back in its default pose. ``~/loop_stats``
-(JSON) reports the step rate and the latency from the newest state message to each
-command's arrival (on this node's clock; a command that arrives after the next state
-counts from that one).
+``~/reset`` (std_msgs/Empty) puts the robot back in its default pose (an object stays).
+``~/loop_stats`` (JSON) reports the step rate and the latency from the newest state
+message to each command's arrival (on this node's clock; a command that arrives after
+the next state counts from that one).
 """
 
 from __future__ import annotations
@@ -46,13 +54,17 @@ from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Empty, Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 
+from embodied.policy_io import load_policy
 from embodied_ros.description import SIM_ROBOT_NODE
+from embodied_ros.messages import vector3
 from embodied_ros.observation import floating_base_state
 from embodied_ros.safety import percentiles
 from embodied_ros.spin import spin_until_signal
 from robots import RobotSpec, load_robot
 from robots.build import robot_mjspec
+from sim.env import compile_task_model
 from sim.task import add_floor_and_light
+from sim.tasks import get_task
 
 COMMANDS = ("joint_trajectory", "position_array")
 
@@ -66,12 +78,18 @@ class SimRobotNode(Node):
         command = self.declare_parameter("command", "joint_trajectory").value
         self.base_height = float(self.declare_parameter("base_height", 0.0).value)
         rtf = float(self.declare_parameter("real_time_factor", 1.0).value)
+        policy_path = str(self.declare_parameter("policy_path", "").value)
         if command not in COMMANDS:
             raise ValueError(f"command '{command}' is not one of {COMMANDS}")
         if not robot_name:
             raise ValueError("parameter 'robot' is empty: set it (e.g. -p robot:=panda)")
         robot = self.robot = load_robot(robot_name)
-        self.model, self.data = self._build(robot)
+        self.control_dt, task = robot.control_dt, ""
+        if policy_path:
+            meta = load_policy(policy_path)[1]
+            self.control_dt, task = float(meta["control_dt"]), str(meta["task"])
+        self.decimation = max(1, round(self.control_dt / robot.timestep))
+        self.model, self.data, self.object_adr = self._build(robot, task)
         m = self.model
         names = robot.joint_names + (list(robot.gripper.joints) if robot.gripper else [])
         self.ros_names = robot.ros_joint_names + (list(robot.gripper.ros_names)
@@ -97,6 +115,11 @@ class SimRobotNode(Node):
         self.base_pose_pub = self.create_publisher(PoseStamped, "ground_truth/base_pose", 10)
         self.ee_pose_pub = self.create_publisher(PoseStamped, "ground_truth/ee_pose", 10) \
             if self.ee_site >= 0 else None
+        self.object_pub = None
+        if self.object_adr is not None:
+            self.object_pub = self.create_publisher(PoseStamped, "object_pose",
+                                                    qos_profile_sensor_data)
+            self.create_subscription(PoseStamped, "~/place_object", self._place_object, 10)
         if robot.floating_base:
             self.imu_pub = self.create_publisher(Imu, "imu", qos_profile_sensor_data)
             self.vel_pub = self.create_publisher(TwistStamped, "base_velocity",
@@ -118,13 +141,29 @@ class SimRobotNode(Node):
         self.commands = self.steps = 0
         self._state_sent: float | None = None  # node clock (s) of the newest JointState
         self._last_tick: float | None = None
-        self.create_timer(robot.control_dt / rtf, self._tick)
+        self.create_timer(self.control_dt / rtf, self._tick)
         self.create_timer(2.0, self._publish_stats)
         self.get_logger().info(f"simulated {robot.name}: {len(self.ros_names)} joints, "
-                               f"{1 / robot.control_dt:.0f} Hz, command topic {command}")
+                               f"{1 / self.control_dt:.0f} Hz, command topic {command}" +
+                               (f", {task} scene with its object" if self.object_adr else ""))
 
     # ------------------------------------------------------------- model
-    def _build(self, robot: RobotSpec) -> tuple[mujoco.MjModel, mujoco.MjData]:
+    def _build(self, robot: RobotSpec, task: str
+               ) -> tuple[mujoco.MjModel, mujoco.MjData, tuple[int, int, int] | None]:
+        """The model, its data and the object's (body, qpos address, dof address) or None.
+
+        The scene of ``task`` if it has a free object, else the robot on a floor.
+        """
+        if task:
+            model = compile_task_model(get_task(task).make_task())
+            free = [j for j in range(model.njnt)
+                    if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE and
+                    model.body(model.jnt_bodyid[j]).name != robot.base_body]
+            if free:
+                j = free[0]
+                adr = (int(model.jnt_bodyid[j]), int(model.jnt_qposadr[j]),
+                       int(model.jnt_dofadr[j]))
+                return model, mujoco.MjData(model), adr
         spec = robot_mjspec(robot)
         add_floor_and_light(spec)
         imu_site = robot.sites.get("imu")
@@ -135,12 +174,18 @@ class SimRobotNode(Node):
             sensor.objtype = mujoco.mjtObj.mjOBJ_SITE
             sensor.objname = imu_site
         model = spec.compile()
-        return model, mujoco.MjData(model)
+        return model, mujoco.MjData(model), None
 
     def reset(self) -> None:
         """Default pose, zero velocity, targets = default pose (gripper open)."""
         m, d, robot = self.model, self.data, self.robot
+        kept = None
+        if self.object_adr is not None:
+            _, qa, va = self.object_adr
+            kept = d.qpos[qa:qa + 7].copy(), d.qvel[va:va + 6].copy()
         mujoco.mj_resetData(m, d)
+        if kept is not None:
+            d.qpos[qa:qa + 7], d.qvel[va:va + 6] = kept
         if self.free_adr is not None:
             a = self.free_adr[0]
             d.qpos[a:a + 7] = [0.0, 0.0, self.base_height, 1.0, 0.0, 0.0, 0.0]
@@ -150,6 +195,20 @@ class SimRobotNode(Node):
             d.qpos[self.qadr[self.nj:]] = robot.gripper.upper
             d.ctrl[self.nj:] = robot.gripper.upper
         mujoco.mj_forward(m, d)
+
+    def _place_object(self, msg: PoseStamped) -> None:
+        """The object at the pose of ``msg`` (world frame), at rest."""
+        pos, o = vector3(msg.pose.position), msg.pose.orientation
+        quat = np.array([o.w, o.x, o.y, o.z], dtype=np.float64)
+        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(quat))) or \
+                np.linalg.norm(quat) < 0.5:
+            self.get_logger().warning(f"~/place_object: invalid pose {pos.tolist()}, "
+                                      f"{quat.tolist()}")
+            return
+        _, qa, va = self.object_adr
+        self.data.qpos[qa:qa + 7] = np.concatenate([pos, quat / np.linalg.norm(quat)])
+        self.data.qvel[va:va + 6] = 0.0
+        mujoco.mj_forward(self.model, self.data)
 
     # ----------------------------------------------------------- commands
     def _on_trajectory(self, msg: JointTrajectory) -> None:
@@ -186,11 +245,11 @@ class SimRobotNode(Node):
         if self._last_tick is not None:
             self.periods.append(now - self._last_tick)
         self._last_tick = now
-        for _ in range(self.robot.decimation):
+        for _ in range(self.decimation):
             mujoco.mj_step(self.model, self.data)
         self.steps += 1
         if self.clock_pub is not None:
-            ns = round(self.steps * self.robot.control_dt * 1e9)
+            ns = round(self.steps * self.control_dt * 1e9)
             self.clock_pub.publish(Clock(clock=TimeMsg(sec=ns // 10**9, nanosec=ns % 10**9)))
         self._publish_state()
 
@@ -199,6 +258,12 @@ class SimRobotNode(Node):
         stamp = self.get_clock().now().to_msg()
         if self.free_adr is not None:
             self._publish_base(stamp)  # before the joint states, which may trigger a step
+        if self.object_pub is not None:
+            body = self.object_adr[0]
+            obj = PoseStamped()
+            obj.header.stamp, obj.header.frame_id = stamp, "world"
+            _set_pose(obj, d.xpos[body], d.xquat[body])
+            self.object_pub.publish(obj)
         js = JointState()
         js.header.stamp = stamp
         js.name = self.ros_names
@@ -242,7 +307,7 @@ class SimRobotNode(Node):
     def _publish_stats(self) -> None:
         lat = percentiles(self.latency)
         per = percentiles(self.periods)
-        jit = percentiles(abs(p - self.robot.control_dt) for p in self.periods)
+        jit = percentiles(abs(p - self.control_dt) for p in self.periods)
         body = {"steps": self.steps, "commands": self.commands,
                 "rate_hz": 1.0 / float(np.mean(self.periods)) if self.periods else None,
                 "period_p50_ms": per[0] * 1e3, "period_p99_ms": per[1] * 1e3,
