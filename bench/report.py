@@ -50,8 +50,9 @@ def _rate_or_dash(value) -> str:
 def ppo(r: dict) -> str:
     reach = r["panda_reach"]
     lines = ["| panda_reach contender | envs | time to 95% (seeds: min-max) | env steps to 95% "
-             "| reached 95% | best success | collection / learning steps/s |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| reached 95% | best success | collection / learning steps/s | CPU s to 95% "
+             "| load |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for name, c in reach["contenders"].items():
         spread = c["wall_s_to_95_spread"]
         wall = _fmt(c["wall_s_to_95"], " s") + (f" ({spread[0]:.0f}-{spread[1]:.0f})"
@@ -59,7 +60,9 @@ def ppo(r: dict) -> str:
         lines.append(f"| {name} | {c['num_envs']} | {wall} | {_fmt(c['env_steps_to_95'])} | "
                      f"{c['reached_95']} | {c['best_success']:.0%} | "
                      f"{_rate_or_dash(c['collection_steps_per_s'])} / "
-                     f"{_rate_or_dash(c['learning_steps_per_s'])} |")
+                     f"{_rate_or_dash(c['learning_steps_per_s'])} | "
+                     f"{_fmt(c.get('cpu_s_to_95'), ' s')} | "
+                     f"{_rate_or_dash(c.get('load_avg_mean'))} |")
     targets = reach["ratio_targets"]
     parts = []
     for name in reach["contenders"]:
@@ -78,6 +81,10 @@ def ppo(r: dict) -> str:
         parts.append(f"{text} [per seed: {per_seed}]")
     seeds = len(reach["contenders"]["ours"]["seeds"])
     lines += ["", f"Mean time to 95% over ours ({seeds} seeds): " + "; ".join(parts) + "."]
+    if cpu := reach.get("ratio_vs_ours_cpu"):
+        lines += ["", "Mean CPU seconds to 95% over ours' (process CPU time over the same "
+                  "spans; load: the 1-minute load average at the evaluations): "
+                  + ", ".join(f"{name} {ratio:.2f}x" for name, ratio in cpu.items()) + "."]
     push = r.get("panda_push") or {}
     if "action_spaces" in push:
         lines += ["", "| panda_push action space (shipped settings, dense reward) | seeds | "
@@ -518,15 +525,16 @@ INTROS = {
         "time excluded) against training wall-clock on `panda_reach`, each contender over "
         "three seeds: ours; rsl_rl (rsl-rl-lib 5.5.1 with our shipped settings, through "
         "`bench/peers/rsl_rl_adapter.py` in the venv `scripts/peer_env.sh rsl_rl` makes); "
-        "SB3 PPO with its documented defaults; SB3 PPO tuned to our batch settings. Ours "
-        "and rsl_rl alternate seed by seed; the SB3 contenders run afterwards, in another "
-        "stretch of the shared machine's load, so their ratios to ours carry that load "
-        "difference (compare the steps/s columns). Targets: rsl_rl's time over ours >= "
-        "1.0, SB3 tuned's >= 3.0. The `panda_push` table trains the shipped per-task "
-        "settings (3M env steps, each training capped at 1800 s) for each action space "
-        "listed (ee_delta only so far, rerun on 2026-11-24 with `--only panda_push "
-        "--push-actions ee_delta --push-seeds 3` beside other jobs at a load of 6-12: "
-        "the 1800 s cap stopped seed 0 at 2.5M env steps, the mean curve ends at the "
+        "SB3 PPO with its documented defaults; SB3 PPO tuned to our batch settings. Seed "
+        "by seed every contender runs in turn (ours, rsl_rl, SB3 tuned, SB3 defaults). "
+        "Wall-clock on this shared machine follows its load: the CPU column is each "
+        "contender's process CPU seconds over the same spans as its training clock, the "
+        "load column the 1-minute load average at its evaluations. Targets (wall-clock): "
+        "rsl_rl's time over ours >= 1.0, SB3 tuned's >= 3.0. The `panda_push` table trains "
+        "the shipped per-task settings (3M env steps, each training capped at 1800 s) for "
+        "each action space listed (ee_delta only so far, rerun on 2026-11-24 with `--only "
+        "panda_push --push-actions ee_delta --push-seeds 3` beside other jobs at a load of "
+        "6-12: the 1800 s cap stopped seed 0 at 2.5M env steps, the mean curve ends at the "
         "last evaluation all seeds share); it misses its 90% target. The `go2_walk` line "
         "trains the shipped settings within 30 min and meets its target (walks forward "
         "steadily). Sections are rerun with `--only <section>`, which merges them into the "

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 from omegaconf import DictConfig
-from ppo import TARGET, Probe, contender_result, train_cfg
+from ppo import TARGET, CpuClock, Probe, contender_result, train_cfg
 from rsl_rl.env import VecEnv
 from rsl_rl.runners import OnPolicyRunner
 from tensordict import TensorDict
@@ -160,11 +160,14 @@ def run_rsl_rl(cfg: DictConfig, budget_s: float, eval_every: int, probe: Probe,
     steps_per_iter = int(cfg.num_envs) * int(cfg.algo.num_steps)
     curve: list[tuple[float, int, float]] = []
     train_s, iterations = 0.0, 0
+    cpu = CpuClock()  # the same span as the wall clock: rsl_rl's learn()
+    learn = cpu.timed(runner.learn)
     while iterations < int(cfg.max_iterations):
         start = time.perf_counter()
-        runner.learn(eval_every)
+        learn(eval_every)
         train_s += time.perf_counter() - start
         iterations += eval_every
+        cpu.mark()
         runner.alg.eval_mode()
         curve.append((train_s, iterations * steps_per_iter, probe(policy)))
         runner.alg.train_mode()
@@ -176,7 +179,7 @@ def run_rsl_rl(cfg: DictConfig, budget_s: float, eval_every: int, probe: Probe,
     collect_s = train_s - learn_s
     return contender_result(
         curve, budget_s, train_s, steps, probe.seconds, num_envs=int(cfg.num_envs),
-        iterations=iterations,
+        iterations=iterations, **cpu.result(curve),
         collection_steps_per_s=round(steps / collect_s) if collect_s > 0 else None,
         learning_steps_per_s=round(steps / learn_s) if learn_s > 0 else None,
         learning_time_fraction=round(learn_s / train_s, 3) if train_s else None)

@@ -26,22 +26,16 @@ from embodied.policy_io import (
 from embodied.rl import ActorCritic
 from robots import load_robot
 
-TINY = ["task=panda_reach", "num_envs=4", "algo.num_steps=8", "algo.actor_hidden=[32,32]",
-        "algo.critic_hidden=[16]", "max_iterations=2", "save_interval=0", "progress=false",
-        "eval.num_envs=0"]
-
 
 @pytest.fixture(scope="module")
-def exported_run(tmp_path_factory):
-    """A 2-iteration panda_reach run exported in both formats (the CLI, in process)."""
+def exported_run(tiny_ppo_run):
+    """The tiny PPO run (tests/embodied/conftest.py) exported in both formats (the CLI)."""
     threads = torch.get_num_threads()
-    run = tmp_path_factory.mktemp("export") / "run"
     try:
-        assert main(["train", *TINY, f"run_dir={run}"]) == 0
-        assert main(["export", f"run={run}"]) == 0
+        assert main(["export", f"run={tiny_ppo_run}"]) == 0
     finally:
         torch.set_num_threads(threads)
-    return run
+    return tiny_ppo_run
 
 
 def _trained_like_policy() -> ActorCritic:

@@ -6,26 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from embodied.cli import main
 from embodied.export import load_checkpoint_policy
 from embodied.reward.prm.data import DataConfig, policy_sources, rollout_policy, simulate
 from sim import make_env
 
-TINY = ["task=panda_reach", "num_envs=4", "algo.num_steps=8", "algo.actor_hidden=[32]",
-        "algo.critic_hidden=[16]", "max_iterations=3", "save_interval=1", "progress=false",
-        "eval.num_envs=0"]
-
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    """A 3-iteration panda_reach PPO run with a checkpoint after every iteration."""
-    threads = torch.get_num_threads()
-    run = tmp_path_factory.mktemp("ppo") / "run"
-    try:
-        assert main(["train", *TINY, f"run_dir={run}"]) == 0
-    finally:
-        torch.set_num_threads(threads)
-    return run
+def run(tiny_ppo_run):
+    """The tiny PPO run (tests/embodied/conftest.py): 3 iterations, a checkpoint after each."""
+    return tiny_ppo_run
 
 
 def test_run_folder_gives_checkpoints_of_several_stages(run):
