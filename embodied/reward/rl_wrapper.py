@@ -63,10 +63,10 @@ class DistillConfig:
     """The distilled potential: which states the reward model labels, and the MLP."""
 
     label_envs: int = 16          # envs rendered and scored per labelling step
-    label_every: int = 4          # env steps between labelling steps
+    label_every: int = 2          # env steps between labelling steps
     hidden: list[int] = field(default_factory=lambda: [128, 128])
     learning_rate: float = 1e-3
-    updates: int = 4              # gradient steps per labelling step
+    updates: int = 8              # gradient steps per labelling step
     batch_size: int = 256
     buffer_size: int = 50_000
     refresh_every: int = 32       # env steps between copies of the MLP into the potential
