@@ -55,6 +55,9 @@ class EnvConfig:
     # Coarser meshes for capsules/cylinders in camera frames: ~4x faster software
     # rendering, indistinguishable at 96 px. None: MuJoCo's default tessellation.
     render_tessellation: tuple[int, int] | None = (12, 6)
+    # Draw the infinite floor out to this many metres only (sim/render.py: several times
+    # faster software rendering; pixels of floor inside it unchanged). None: MuJoCo's.
+    render_plane_extent: float | None = None
     # Camera frames: "gl" (MuJoCo's OpenGL renderer on CPU copies of the envs), "engine"
     # (the backend's own renderer: MuJoCo Warp's ray tracer), "auto": the engine's on a
     # GPU, else GL (on the CPU, GL rendered 3.4x more frames/s than Warp's ray tracer here).
@@ -340,7 +343,8 @@ class TaskEnv:
                            f"'{self.task.name}'; its cameras: {known}")
         resolution = self.model.cam_resolution[known.index(names[0])]
         width, height = width or int(resolution[0]), height or int(resolution[1])
-        key = (names, width, height)
+        extent = self.cfg.render_plane_extent
+        key = (names, width, height, extent)
         ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in env_ids]
         if self._engine_renders() and has_renderer(self.physics):
             if self._visual is not None:
@@ -350,7 +354,8 @@ class TaskEnv:
             return self.physics.render(cam_ids, ids, width, height).cpu()
         if key not in self._renderers:
             self._renderers[key] = MultiViewRenderer(
-                self.model, names, width, height, tessellation=self.cfg.render_tessellation)
+                self.model, names, width, height, tessellation=self.cfg.render_tessellation,
+                plane_extent=extent)
         datas = self.physics.mjdata(ids)
         visual = None if self._visual is None else self._visual.batch(ids)
         return torch.from_numpy(self._renderers[key].render(datas, visual=visual))

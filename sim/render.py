@@ -14,6 +14,11 @@
   each scene's render flags, and the GL context is made from a private copy of the
   model with ``vis.quality.offsamples = 0`` (no MSAA) and ``shadowsize = 0`` (no
   64 MB shadow map per context). The caller's model is never modified.
+* Infinite planes (the floor) are drawn by MuJoCo as a 200 x 200 grid of quads out to
+  twice the far clipping distance, on every frame; with software GL that grid is most
+  of a frame's time. ``plane_extent`` (opt-in) draws them instead out to that many
+  metres only, on MuJoCo's own vertex lattice, so every pixel where the floor lies
+  inside the extent is unchanged; beyond it the background shows.
 * If ``width``/``height`` exceed ``model.vis.global_.offwidth/offheight`` the
   offscreen buffer is enlarged **on that private copy**; no error is raised.
 * Frames are read into a per-worker scratch buffer and copied once, flipped
@@ -68,6 +73,36 @@ _STRUCTURE_FIELDS = ("nbody", "ngeom", "ncam", "nlight", "nskin", "nflex", "nmes
 
 def _camera_names(model: mujoco.MjModel) -> list[str]:
     return [model.camera(i).name for i in range(model.ncam)]
+
+
+def _plane_cell(model: mujoco.MjModel) -> float:
+    """Quad size (m) of MuJoCo's grid for an infinite plane without a texture repeat."""
+    zfar = model.vis.map.zfar * model.stat.extent
+    grid = 200  # mjMAXPLANEGRID
+    step = 2.1 * zfar / (grid - 2)
+    return (2.1 * zfar + 2 * step) / grid
+
+
+def _finite_planes(ctx_model: mujoco.MjModel, extent: float) -> None:
+    """Make the untextured infinite planes of ``ctx_model`` finite, on MuJoCo's lattice.
+
+    A plane of half-size ``k * cell`` and grid spacing ``cell / 2`` is drawn by MuJoCo
+    with lines at the multiples of ``cell``, where the infinite plane's lines are, so the
+    quads (and the pixels) inside the extent are the same.
+    """
+    cell = _plane_cell(ctx_model)
+    k = max(1, int(np.ceil(extent / cell)))
+    if k >= 99:  # no fewer quads than the infinite grid
+        return
+    for i in range(ctx_model.ngeom):
+        if ctx_model.geom_type[i] != mujoco.mjtGeom.mjGEOM_PLANE:
+            continue
+        matid = ctx_model.geom_matid[i]
+        if matid >= 0 and (ctx_model.mat_texrepeat[matid] > 0).any():
+            continue  # a textured plane's lattice follows its texture: left as it is
+        size = ctx_model.geom_size[i]
+        if size[0] <= 0 and size[1] <= 0:
+            size[:] = (k * cell * (1 + 1e-9), k * cell * (1 + 1e-9), cell / 2)
 
 
 class _GLWorker:
@@ -199,7 +234,8 @@ class MultiViewRenderer:
 
     def __init__(self, model: mujoco.MjModel, cameras: Sequence[str], width: int, height: int,
                  nthread: int | None = None, *,
-                 tessellation: tuple[int, int] | None = None) -> None:
+                 tessellation: tuple[int, int] | None = None,
+                 plane_extent: float | None = None) -> None:
         """Create the GL workers.
 
         Args:
@@ -215,6 +251,10 @@ class MultiViewRenderer:
                 context; ``None`` keeps the model's ``vis.quality`` (28, 16 by default).
                 Software GL spends most of ``mjr_render`` on their triangles: ``(12, 6)``
                 renders the capsule-built Panda about 4x faster at 96x96 with llvmpipe.
+            plane_extent: Optional half-size in metres to which infinite, untextured
+                planes (the floor) are drawn, on MuJoCo's own grid, instead of twice the
+                far clipping distance: pixels of floor within it are unchanged, floor
+                beyond it is not drawn. ``None`` (default): MuJoCo's infinite plane.
 
         Raises:
             ValueError: For an unknown camera name (the message lists the model's
@@ -264,6 +304,10 @@ class MultiViewRenderer:
                                  f"got {tessellation}")
             ctx_model.vis.quality.numslices = slices
             ctx_model.vis.quality.numstacks = stacks
+        if plane_extent is not None:
+            if float(plane_extent) <= 0:
+                raise ValueError(f"plane_extent must be positive metres, got {plane_extent}")
+            _finite_planes(ctx_model, float(plane_extent))
         # Enough room for every geom plus decorations such as tendons and flexes.
         max_geom = max(10_000, 2 * (model.ngeom + model.nsite + model.ntendon + model.nflex))
         try:

@@ -25,7 +25,12 @@ from (``scoring``):
 - a PRM with temporal context (``start_context``) also reads the views of each env's
   first state: they are rendered at every episode start (of the envs that began an
   episode) and kept, and handed to the model as the cameras ``<camera>@start`` beside
-  the current views (a terminal frame with the start of its own episode).
+  the current views (a terminal frame with the start of its own episode). With
+  ``start_views=False`` it scores the current views alone (no start renders; the model
+  was trained with context dropout for this).
+- ``plane_extent``: the frames are rendered with the floor drawn out to that many metres
+  only (``EnvConfig.render_plane_extent``; several times faster software rendering,
+  pixels of floor inside the extent unchanged).
 - episode models (``embodied.reward.episodic``: RoboReward, GRM, SARM-style) read each
   env's episode so far: ``direct`` only; every scored row carries its env id, and a
   finished env's terminal frames are scored before its episode is ended, so its new
@@ -58,10 +63,10 @@ class DistillConfig:
     """The distilled potential: which states the reward model labels, and the MLP."""
 
     label_envs: int = 16          # envs rendered and scored per labelling step
-    label_every: int = 4          # env steps between labelling steps
+    label_every: int = 2          # env steps between labelling steps
     hidden: list[int] = field(default_factory=lambda: [128, 128])
     learning_rate: float = 1e-3
-    updates: int = 4              # gradient steps per labelling step
+    updates: int = 8              # gradient steps per labelling step
     batch_size: int = 256
     buffer_size: int = 50_000
     refresh_every: int = 32       # env steps between copies of the MLP into the potential
@@ -140,6 +145,7 @@ class RewardEnv:
                  scoring: str = "direct", every: int = 1, cameras: Sequence[str] | None = None,
                  width: int | None = None, height: int | None = None,
                  instruction: str | None = None, distill: DistillConfig | None = None,
+                 start_views: bool = True, plane_extent: float | None = None,
                  seed: int = 0) -> None:
         if scoring not in SCORING:
             raise ValueError(f"scoring must be one of {list(SCORING)}, got '{scoring}'")
@@ -158,12 +164,15 @@ class RewardEnv:
         size = getattr(model, "image_size", None) or (None, None)
         self.height, self.width = height or size[0], width or size[1]
         self.instruction = instruction or env.instruction
+        if self.frames and plane_extent is not None:  # the labels' frames: a nearer floor
+            env.cfg.render_plane_extent = float(plane_extent)
         self.distiller = None
         if mixer.needs_progress and scoring == "distilled" and not self.episodic:
             self.distiller = Distiller(env.obs_dim, distill or DistillConfig(), seed)
         elif self.frames:
             env.request_final_frames(self.cameras, self.width, self.height)
-        self.start_context = bool(self.frames and getattr(model, "start_context", False))
+        self.start_context = bool(self.frames and start_views
+                                  and getattr(model, "start_context", False))
         self.start_frames: torch.Tensor | None = None  # [N, V, H, W, 3] of each env's start
         self._final_start: torch.Tensor | None = None  # the finished envs' starts
         self.gen = torch.Generator().manual_seed(seed)

@@ -300,3 +300,26 @@ def test_osmesa_explicit_in_subprocess(gl_subprocesses) -> None:
 def test_falls_back_to_osmesa_when_egl_is_broken(gl_subprocesses) -> None:
     out = _finish(gl_subprocesses["egl_broken"])
     assert out.split() == ["osmesa", "osmesa", "mujoco.osmesa"]
+
+
+INFINITE_FLOOR_XML = XML.replace('size="2 2 .1"', 'size="0 0 .05"').replace(
+    '<light pos="0 0 3" dir="0 0 -1"/>', '<light pos="0.5 -0.5 2" dir="-0.2 0.2 -1"/>')
+
+
+def test_plane_extent_keeps_the_floor_pixels_inside_it() -> None:
+    model = mujoco.MjModel.from_xml_string(INFINITE_FLOOR_XML)
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    with MultiViewRenderer(model, CAMS, W, H, nthread=1) as r:
+        full = r.render([data])
+    # the cameras look down at the boxes: all the floor they see lies within about 10 m
+    with MultiViewRenderer(model, CAMS, W, H, nthread=1, plane_extent=15.0) as r:
+        near = r.render([data])
+    np.testing.assert_array_equal(near, full)
+    assert model.geom_size[0].tolist() == [0.0, 0.0, 0.05]  # the caller's model untouched
+    # a floor of 0.3 m leaves the background where the floor was
+    with MultiViewRenderer(model, CAMS, W, H, nthread=1, plane_extent=0.3) as r:
+        small = r.render([data])
+    assert (np.abs(small.astype(int) - full).max(-1) > 0).mean() > 0.2
+    with pytest.raises(ValueError, match="plane_extent"):
+        MultiViewRenderer(model, CAMS, W, H, nthread=1, plane_extent=0.0)

@@ -149,6 +149,28 @@ def test_context_prm_reads_each_episodes_first_views(context_prm):
         wrapped.close()
 
 
+def test_context_prm_without_start_views_scores_the_state_alone(context_prm):
+    env = make_env("panda_reach", num_envs=2, seed=0)  # no episode ends in 3 steps
+    wrapped = RewardEnv(env, RewardMixer("prm", gamma=1.0), context_prm, scoring="direct",
+                        width=32, height=32, start_views=False, plane_extent=40.0)
+    cams = list(env.camera_names)
+    try:
+        assert env.cfg.render_plane_extent == 40.0  # the labels' frames: the nearer floor
+        wrapped.reset(seed=3)
+        phi_s = context_prm.score(env.render(cams, width=32, height=32), env.instruction,
+                                  cameras=cams).progress
+        for _ in range(3):
+            _, reward, _, _, _ = wrapped.step(0.3 * torch.ones(2, env.action_dim))
+            phi = context_prm.score(env.render(cams, width=32, height=32), env.instruction,
+                                    cameras=cams).progress
+            assert torch.allclose(reward, phi - phi_s, atol=1e-5)
+            phi_s = phi
+        assert wrapped.start_frames is None  # no start views rendered
+        assert wrapped.frames_scored == 4 * 2 * 3  # reset + 3 steps, 2 envs x 3 views
+    finally:
+        wrapped.close()
+
+
 def test_direct_every_k_holds_scores(prm):
     env = make_env("panda_reach", num_envs=2, seed=0)  # no episode ends in 4 steps
     wrapped = RewardEnv(env, RewardMixer("prm", gamma=1.0), prm, every=4, width=32, height=32)
