@@ -257,7 +257,7 @@ def ros_loop(r: dict) -> str:
               f"{ros['watchdog_trips']}; load average (1 min) before/after: "
               f"{ros['load_avg_1min'][0]:.1f}/{ros['load_avg_1min'][1]:.1f}. "
               f"({r['machine']['cores']} cores, {r['machine']['cpu']}, "
-              f"{r['date'][:10]}; `{r['command']}`; DDS isolation: {ros['isolation']})"]
+              f"`python bench/ros_loop.py`; DDS isolation: {ros['isolation']})"]
     jit = r.get("jitter")
     if jit:
         lines += ["", "| deploy on wall time, p50 / p99 (ms) | command period published | "
@@ -289,7 +289,9 @@ def ros_loop(r: dict) -> str:
         pol = push["policy"]
         lines += ["", f"Push policy (panda_push, {pol['action']} actions at "
                   f"{1 / pol['control_dt']:.0f} Hz, seed {pol['seed']}, "
-                  f"{pol['env_steps'] / 1e6:.1f}M env steps) through `sim_deploy` on the "
+                  f"{pol['env_steps'] / 1e6:.1f}M env steps) through `sim_deploy` "
+                  + "".join(f"with `{k}:={v}` " for k, v in push.get("node_params", {}).items())
+                  + "on the "
                   f"same {ros['episodes']} starts (cube pose, goal) as in simulation: "
                   f"success {ros['success_rate']:.0%} through ROS against "
                   f"{sim['training_settings']['success_rate']:.0%} in simulation with the "

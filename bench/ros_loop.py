@@ -315,8 +315,9 @@ def command_limits(episodes: list[list[JointTrajectory]], dt: float) -> dict:
 
 
 def push_through_ros(policy_path: Path, starts: tuple, steps: int, dt: float,
-                     log_dir: Path) -> dict:
-    """The push policy on the starts ``starts`` through ``sim_deploy`` (module docstring)."""
+                     log_dir: Path, node_params: dict[str, Any]) -> dict:
+    """The push policy on the starts ``starts`` through ``sim_deploy`` (module docstring);
+    ``node_params`` override the policy node's parameters."""
     cube_pos, cube_quat, goals = starts
     with private_graph(log_dir, seed=5) as g:
         safety = g.safety()
@@ -328,7 +329,7 @@ def push_through_ros(policy_path: Path, starts: tuple, steps: int, dt: float,
         place_pub = g.node.create_publisher(PoseStamped, "/sim_robot/place_object", 10)
         start = time.monotonic()
         # Commands stamped with the node's clock (the simulation's): their control steps.
-        _launch_without_soft_start(g, policy_path, trajectory_stamp="now")
+        _launch_without_soft_start(g, policy_path, trajectory_stamp="now", **node_params)
         g.wait_mode(safety, "policy", timeout=120.0)
         g.wait_for(lambda: goal_pub.get_subscription_count() and
                    place_pub.get_subscription_count(), 30.0, "goal and place subscribers")
@@ -371,20 +372,22 @@ def push_through_ros(policy_path: Path, starts: tuple, steps: int, dt: float,
             success.astype(int).tolist()}
 
 
-def push(policy_path: Path, episodes: int, log_dir: Path) -> dict:
+def push(policy_path: Path, episodes: int, log_dir: Path,
+         node_params: dict[str, Any] | None = None) -> dict:
     """The push section: in simulation and through ROS on the same starts."""
     meta = load_policy(policy_path)[1]
     sim = push_in_simulation(policy_path, episodes)
     starts = sim.pop("starts")
     load_before = os.getloadavg()[0]
     ros = push_through_ros(policy_path, starts, sim["training_settings"]["episode_steps"],
-                           float(meta["control_dt"]), log_dir)
+                           float(meta["control_dt"]), log_dir, node_params or {})
     ros["load_avg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
     reference = sim["training_settings"]["success_rate"]
     training = meta.get("training") or {}
     return {"policy": {"task": meta["task"], "action": meta["action"]["type"],
                        "control_dt": meta["control_dt"], "seed": training.get("seed"),
                        "env_steps": training.get("env_steps")},
+            "node_params": node_params or {},
             "success_ros": ros["success_rate"], "success_sim": reference,
             "success_ratio": round(ros["success_rate"] / reference, 3) if reference else None,
             "agreement_with_nominal_sim": round(float(np.mean(
@@ -566,6 +569,9 @@ def main() -> None:
                    help="an exported panda_push policy.pt (the push section is skipped if "
                         "it does not exist)")
     p.add_argument("--push-episodes", type=int, default=64)
+    p.add_argument("--push-node-param", action="append", default=[], metavar="NAME=VALUE",
+                   help="a policy node parameter for the push section (a float), e.g. "
+                        "torque_limit_scale=1000 (recorded in the result)")
     args = p.parse_args()
     torch.set_num_threads(1)
     only = args.only or SECTIONS
@@ -579,8 +585,10 @@ def main() -> None:
     if "push" in only:
         if args.push_policy.is_file():
             with tempfile.TemporaryDirectory() as tmp:
+                params = {k: float(v) for k, _, v in
+                          (a.partition("=") for a in args.push_node_param)}
                 figures["push"] = push(args.push_policy, 4 if args.quick else
-                                       args.push_episodes, Path(tmp))
+                                       args.push_episodes, Path(tmp), params)
         else:
             print(f"push section skipped: no policy at {args.push_policy} (--push-policy)")
     if args.only:
