@@ -2,7 +2,9 @@
 
 Every learner predicts chunks of ``CHUNK`` end-effector actions (``ee_delta_yaw``,
 executed with temporal ensembling) and ignores its own last action (``LEARNER``);
-success is the mean over ``--seeds`` training seeds, 64 evaluation episodes each:
+success is the mean over ``--seeds`` training seeds, 64 evaluation episodes each. The
+scripted experts choose their phase from the observed state alone (a cloner can copy
+them) and command the tcp proportionally:
 
 - BC on 100 clean scripted-expert ``panda_push`` episodes (state only);
 - BC on 200 clean scripted-expert ``panda_pick_place`` episodes (state only);
@@ -21,7 +23,8 @@ camera at 64x64), BC, RA-BC (progress-gain weights of the oracle labels) and:
   names the Python of an environment with d3rlpy installed.
 
 Usage: ``python bench/offline.py [--quick] [--seeds N] [--parts clean pick mixed]
-[--prm PATH] [--d3rlpy-python PATH]``.
+[--prm PATH] [--d3rlpy-python PATH]``. A run of some ``--parts`` replaces those parts
+in the results file and keeps the others (``part_dates`` says when each was measured).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common import write_result
+from common import RESULTS, write_result
 
 from embodied.commands.collect import run_collect
 from embodied.commands.label import run_label
@@ -206,9 +209,36 @@ def main() -> None:
     if "mixed" in args.parts:
         figures |= mixed(args, root, quick, episodes, steps, eval_eps, seeds)
     figures["seconds"] = round(time.perf_counter() - start, 1)
+    figures = with_earlier_parts(figures, args.parts, quick)
     if args.d3rlpy_python:  # the result names no path of this machine outside the repository
         sys.argv = [a.replace(args.d3rlpy_python, "<d3rlpy env>/bin/python") for a in sys.argv]
     write_result("offline", quick, figures)
+
+
+PART_KEYS = {"clean": ("push_expert_bc",), "pick": ("pick_place_expert_bc",)}
+RUN_KEYS = ("benchmark", "quick", "machine", "command", "date", "seconds", "part_dates",
+            "part_seconds")
+
+
+def with_earlier_parts(figures: dict, parts: list[str], quick: bool) -> dict:
+    """``figures`` of ``parts`` plus the other parts' figures from the results file.
+
+    ``part_dates`` and ``part_seconds`` record when and how long each part was measured;
+    figures of a file without them (an older layout) are not kept.
+    """
+    path = RESULTS / f"offline{'.quick' if quick else ''}.json"
+    earlier = json.loads(path.read_text()) if path.exists() else {}
+    dates = dict(earlier.get("part_dates") or {})
+    seconds = dict(earlier.get("part_seconds") or {})
+    own = {k for part in parts for k in PART_KEYS.get(part, ())}
+    single = {k for keys in PART_KEYS.values() for k in keys}
+    kept = {k: v for k, v in earlier.items() if dates and k not in RUN_KEYS and k not in own
+            and (k in single or "mixed" not in parts)}
+    today = time.strftime("%Y-%m-%d %H:%M:%S")
+    for part in parts:
+        dates[part], seconds[part] = today, figures["seconds"]
+    return {**kept, **{k: v for k, v in figures.items() if k != "seconds"},
+            "part_dates": dates, "part_seconds": seconds}
 
 
 def mixed(args: argparse.Namespace, root: Path, quick: bool, episodes: int, steps: int,

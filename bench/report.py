@@ -12,6 +12,7 @@ import argparse
 import json
 import textwrap
 from pathlib import Path
+from statistics import fmean
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -368,38 +369,60 @@ def gpu_backends(r: dict) -> str:
 
 
 def offline(r: dict) -> str:
-    d, lab, runs = r["dataset"], r["labelling"], r["offline"]
-    sources = ", ".join(f"{k}: {v:.0%}" for k, v in d["success_by_source"].items())
-    lines = [f"Dataset: {r['task']}, {d['episodes']:,} episodes, {d['frames']:,} frames, "
-             f"camera {', '.join(d['cameras'])} at {d['image_size'][0]}x{d['image_size'][1]}; "
-             f"success by source: {sources}.", "",
-             "| learner | labels | success | mean env return | gradient steps | training |",
-             "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for key, learner, labels in (("bc", "BC", "(none)"),
-                                 ("iql_true", "IQL", "simulator progress"),
-                                 ("iql_prm", "IQL", "learned PRM")):
-        if key not in runs:
-            continue
-        o = runs[key]
-        wins = round(o["success_rate"] * o["episodes"])
-        lines.append(f"| {learner} | {labels} | {o['success_rate']:.1%} ({wins} of "
-                     f"{o['episodes']}) | {o['episode_return']:.1f} | "
-                     f"{o['gradient_steps']:,} | {o['train_seconds']:.0f} s |")
-    rates = ", ".join(f"{label} {lab[f'{key}_frames_per_s']:,.0f} / "
-                      f"{lab[f'{key}_end_to_end_frames_per_s']:,.0f} frames/s"
-                      for label, key in (("simulator progress", "oracle"),
-                                         ("learned PRM", "prm")))
-    final = lab["prm_final_progress_success"], lab["prm_final_progress_failure"]
-    lines += ["", f"Labelling throughput, scoring loop / whole command: {rates}. The PRM's "
-              f"final-frame progress: {final[0]:.2f} in successful episodes, {final[1]:.2f} "
-              "in failed ones."]
-    d3 = r.get("d3rlpy_iql")
-    if d3:
-        lines += ["", f"IQL gradient steps/s: {r['iql_steps_per_s']:.1f} against "
-                  f"{d3['steps_per_s']:.1f} for d3rlpy {d3['version']}'s IQL on the same "
-                  f"transitions ({r['iql_steps_per_s_ratio_to_d3rlpy']:.2f}x)."]
-    lines += ["", f"({r['machine']['cores']} cores, {r['machine']['cpu']}; whole run "
-              f"{r['seconds'] / 60:.0f} min)"]
+    def rate(o: dict) -> str:
+        seeds = ", ".join(f"{x['success_rate']:.0%}" for x in o.get("per_seed", []))
+        spread = f" ± {o['success_rate_std']:.1%} ({seeds})" if "success_rate_std" in o else ""
+        return f"{o['success_rate']:.1%}{spread}"
+
+    lines = [f"Every learner: `{r['action_space']}` actions, chunks of {r['chunk']} with "
+             f"temporal ensembling, {r['gradient_steps']:,} gradient steps, mean of "
+             f"{r['seeds']} seeds, 64 evaluation episodes each.", "",
+             "| data | learner | success (± std; per seed) | target | training per seed |",
+             "| --- | --- | --- | --- | ---: |"]
+    for key, task, target in (("push_expert_bc", "panda_push", 0.8),
+                              ("pick_place_expert_bc", "panda_pick_place", 0.6)):
+        if key in r:
+            e, o = r[key], r[key]["bc"]
+            train_s = fmean([x["train_seconds"] for x in o["per_seed"]])
+            lines.append(f"| {task}: {e['episodes']} clean expert episodes (expert "
+                         f"{e['expert_success']:.0%}) | BC | {rate(o)} | >= {target:.0%} | "
+                         f"{train_s:.0f} s |")
+    runs = r.get("offline") or {}
+    for key, learner, labels in (("bc", "BC", ""), ("rabc", "RA-BC", ", simulator progress"),
+                                 ("iql_true", "IQL", ", simulator progress"),
+                                 ("rabc_prm", "RA-BC", ", learned PRM"),
+                                 ("iql_prm", "IQL", ", learned PRM")):
+        if key in runs:
+            o = runs[key]
+            train_s = fmean([x["train_seconds"] for x in o["per_seed"]]) \
+                if "per_seed" in o else o["train_seconds"]
+            lines.append(f"| panda_push mixed{labels} | {learner} | {rate(o)} | | "
+                         f"{train_s:.0f} s |")
+    if "dataset" in r:
+        d, lab = r["dataset"], r["labelling"]
+        sources = ", ".join(f"{k}: {v:.0%}" for k, v in d["success_by_source"].items())
+        lines += ["", f"Mixed dataset: {d['episodes']:,} episodes, {d['frames']:,} frames, "
+                  f"camera {', '.join(d['cameras'])} at {d['image_size'][0]}x"
+                  f"{d['image_size'][1]}; success by source: {sources}."]
+        rates = [f"{label} {lab[f'{key}_frames_per_s']:,.0f} / "
+                 f"{lab[f'{key}_end_to_end_frames_per_s']:,.0f} frames/s"
+                 for label, key in (("simulator progress", "oracle"), ("learned PRM", "prm"))
+                 if lab.get(f"{key}_frames_per_s")]
+        lines += ["", f"Labelling throughput, scoring loop / whole command: "
+                  f"{'; '.join(rates)}."]
+        if lab.get("prm_final_progress_success") is not None:
+            lines[-1] += (f" The PRM's final-frame progress: "
+                          f"{lab['prm_final_progress_success']:.2f} in successful episodes, "
+                          f"{lab['prm_final_progress_failure']:.2f} in failed ones.")
+        d3 = r.get("d3rlpy_iql") or {}
+        lines += ["", f"IQL gradient steps/s: {r['iql_steps_per_s']:.1f}" + (
+            f" against {d3['steps_per_s']:.1f} for d3rlpy {d3['version']}'s IQL on the same "
+            f"transitions ({r['iql_steps_per_s_ratio_to_d3rlpy']:.2f}x)." if "steps_per_s" in d3
+            else " (d3rlpy not measured).")]
+    dates = "; ".join(f"{part} {date} ({r['part_seconds'][part] / 60:.0f} min)"
+                      for part, date in (r.get("part_dates") or {}).items())
+    lines += ["", f"({r['machine']['cores']} cores, {r['machine']['cpu']}, shared with other "
+              f"jobs; parts measured: {dates})"]
     return "\n".join(lines)
 
 
@@ -500,11 +523,13 @@ INTROS = {
         "(`--task`, `--seeds`, `--reuse-runs`). Discussed in "
         "[the experiment's notes](experiments/2026-11-22-prm-reward-in-rl.md)."),
     "offline": (
-        "A mixed-quality dataset collected by the benchmark, labelled `prm+sparse` from the "
-        "simulator's progress and from the learned PRM, then IQL and BC trained on it and "
-        "evaluated in simulation. With `--d3rlpy-python` it also times d3rlpy's IQL on the "
-        "same transitions (d3rlpy in its own venv: `scripts/peer_env.sh d3rlpy`). Discussed "
-        "in [the experiment's notes](experiments/2026-11-22-offline-panda-push.md)."),
+        "BC on clean scripted-expert episodes of `panda_push` and `panda_pick_place`; a "
+        "mixed-quality `panda_push` dataset collected by the benchmark, labelled "
+        "`prm+sparse` from the simulator's progress (and from the learned PRM with `--prm`), "
+        "then BC, RA-BC and IQL trained on it; all evaluated in simulation. With "
+        "`--d3rlpy-python` it also times d3rlpy's IQL on the same transitions (d3rlpy in its "
+        "own venv: `scripts/peer_env.sh d3rlpy`). Discussed in "
+        "[the experiment's notes](experiments/2026-11-24-offline-markov-experts.md)."),
     "ros_loop": (
         "The Panda reach policy through `sim_deploy` (policy node and simulated robot in "
         "two processes, real DDS, private network namespace) against the same exported "
