@@ -388,15 +388,16 @@ def offline(r: dict) -> str:
                          f"{e['expert_success']:.0%}) | BC | {rate(o)} | >= {target:.0%} | "
                          f"{train_s:.0f} s |")
     runs = r.get("offline") or {}
-    for key, learner, labels in (("bc", "BC", ""), ("rabc", "RA-BC", ", simulator progress"),
-                                 ("iql_true", "IQL", ", simulator progress"),
-                                 ("rabc_prm", "RA-BC", ", learned PRM"),
-                                 ("iql_prm", "IQL", ", learned PRM")):
+    for key, learner, labels, target in (
+            ("bc", "BC", "", ""), ("rabc", "RA-BC", ", simulator progress", "> BC"),
+            ("iql_true", "IQL", ", simulator progress", ">= 1.5x BC"),
+            ("rabc_prm", "RA-BC", ", learned PRM", "> BC"),
+            ("iql_prm", "IQL", ", learned PRM", ">= 1.5x BC, >= 0.8x IQL (true)")):
         if key in runs:
             o = runs[key]
             train_s = fmean([x["train_seconds"] for x in o["per_seed"]]) \
                 if "per_seed" in o else o["train_seconds"]
-            lines.append(f"| panda_push mixed{labels} | {learner} | {rate(o)} | | "
+            lines.append(f"| panda_push mixed{labels} | {learner} | {rate(o)} | {target} | "
                          f"{train_s:.0f} s |")
     if "dataset" in r:
         d, lab = r["dataset"], r["labelling"]
