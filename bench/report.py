@@ -375,8 +375,9 @@ def offline(r: dict) -> str:
         return f"{o['success_rate']:.1%}{spread}"
 
     lines = [f"Every learner: `{r['action_space']}` actions, chunks of {r['chunk']} with "
-             f"temporal ensembling, {r['gradient_steps']:,} gradient steps, mean of "
-             f"{r['seeds']} seeds, 64 evaluation episodes each.", "",
+             f"temporal ensembling, {r['gradient_steps']:,} gradient steps"
+             + (f" (IQL: `algo.beta={r['iql_beta']}`)" if "iql_beta" in r else "")
+             + f", mean of {r['seeds']} seeds, 64 evaluation episodes each.", "",
              "| data | learner | success (± std; per seed) | target | training per seed |",
              "| --- | --- | --- | --- | ---: |"]
     for key, task, target in (("push_expert_bc", "panda_push", 0.8),
