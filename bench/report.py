@@ -416,6 +416,12 @@ def offline(r: dict) -> str:
             lines[-1] += (f" The PRM's final-frame progress: "
                           f"{lab['prm_final_progress_success']:.2f} in successful episodes, "
                           f"{lab['prm_final_progress_failure']:.2f} in failed ones.")
+        if r.get("iql_prm_over_iql_true") is not None and runs["bc"]["success_rate"] > 0:
+            lines += ["", f"IQL on PRM labels / IQL on the simulator's progress: "
+                      f"{r['iql_prm_over_iql_true']:.2f}; each over BC: "
+                      f"{r['iql_true_over_bc']:.2f}x (true), "
+                      f"{runs['iql_prm']['success_rate'] / runs['bc']['success_rate']:.2f}x "
+                      "(PRM)."]
         d3 = r.get("d3rlpy_iql") or {}
         lines += ["", f"IQL gradient steps/s: {r['iql_steps_per_s']:.1f}" + (
             f" against {d3['steps_per_s']:.1f} for d3rlpy {d3['version']}'s IQL on the same "
