@@ -57,6 +57,7 @@ SOURCES = ("policy=[expert,expert,expert,expert,random]", "noise=[0.1,0.1,0.3,0.
 ACTIONS = "task.action=ee_delta_yaw"  # the experts succeed in it; the hand turns
 CHUNK = 10
 LEARNER = (f"algo.chunk={CHUNK}", "algo.ignore_obs=[last_action]")
+IQL_BETA = 0.5  # advantage temperature of IQL's policy extraction on this data
 CAMERAS = "cameras=[front]"  # one view: rendering is what collection costs; the PRM takes any
 
 D3RLPY = r"""
@@ -149,6 +150,7 @@ def train(dataset: Path, run: Path, algo: str, steps: int, episodes: int,
     for seed in range(seeds):
         cfg = load_config("offline", [
             f"dataset={dataset}", f"run_dir={run}/seed{seed}", f"algo={algo}", *LEARNER,
+            *([f"algo.beta={IQL_BETA}"] if algo == "iql" else []),
             f"steps={steps}", f"seed={seed}", "eval_episodes=0", "progress=false",
             f"eval.num_envs={episodes}", "eval.video_envs=2",
             f"log_interval={max(1, steps // 10)}"])
@@ -199,7 +201,7 @@ def main() -> None:
     seeds = args.seeds or (1 if quick else 3)
     start = time.perf_counter()
     figures: dict = {"task": "panda_push", "chunk": CHUNK, "action_space": "ee_delta_yaw",
-                     "seeds": seeds, "gradient_steps": steps}
+                     "seeds": seeds, "gradient_steps": steps, "iql_beta": IQL_BETA}
     if "clean" in args.parts:
         figures["push_expert_bc"] = expert_bc("panda_push", 5 if quick else 100, root, steps,
                                               eval_eps, seeds)

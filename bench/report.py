@@ -409,8 +409,9 @@ def offline(r: dict) -> str:
         return f"{o['success_rate']:.1%}{spread}"
 
     lines = [f"Every learner: `{r['action_space']}` actions, chunks of {r['chunk']} with "
-             f"temporal ensembling, {r['gradient_steps']:,} gradient steps, mean of "
-             f"{r['seeds']} seeds, 64 evaluation episodes each.", "",
+             f"temporal ensembling, {r['gradient_steps']:,} gradient steps"
+             + (f" (IQL: `algo.beta={r['iql_beta']}`)" if "iql_beta" in r else "")
+             + f", mean of {r['seeds']} seeds, 64 evaluation episodes each.", "",
              "| data | learner | success (± std; per seed) | target | training per seed |",
              "| --- | --- | --- | --- | ---: |"]
     for key, task, target in (("push_expert_bc", "panda_push", 0.8),
@@ -449,6 +450,12 @@ def offline(r: dict) -> str:
             lines[-1] += (f" The PRM's final-frame progress: "
                           f"{lab['prm_final_progress_success']:.2f} in successful episodes, "
                           f"{lab['prm_final_progress_failure']:.2f} in failed ones.")
+        if r.get("iql_prm_over_iql_true") is not None and runs["bc"]["success_rate"] > 0:
+            lines += ["", f"IQL on PRM labels / IQL on the simulator's progress: "
+                      f"{r['iql_prm_over_iql_true']:.2f}; each over BC: "
+                      f"{r['iql_true_over_bc']:.2f}x (true), "
+                      f"{runs['iql_prm']['success_rate'] / runs['bc']['success_rate']:.2f}x "
+                      "(PRM)."]
         d3 = r.get("d3rlpy_iql") or {}
         lines += ["", f"IQL gradient steps/s: {r['iql_steps_per_s']:.1f}" + (
             f" against {d3['steps_per_s']:.1f} for d3rlpy {d3['version']}'s IQL on the same "
