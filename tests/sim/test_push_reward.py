@@ -156,3 +156,29 @@ def test_lifted_cube_and_hovering_over_the_goal_do_not_score_like_success():
         assert over[2] > TABLE_TOP + 2 * HALF and not env.task.pushing[2]
     finally:
         env.close()
+
+
+def test_resting_on_the_cubes_back_edge_does_not_score_like_pushing():
+    """The local optimum PPO fell into: the tcp resting on top of the cube's back edge,
+    where the raised approach target follows it, earns ``push_pose`` like the pushing pose
+    behind the cube; ``push_low`` (the distance to the target at pushing height) tells the
+    two apart."""
+    from sim.tasks.panda_push.terms import push_low, push_pose
+
+    env = make_env("panda_push", num_envs=2, seed=0, obs_noise=False)
+    try:
+        z = TABLE_TOP + HALF
+        cube, goal = torch.tensor([0.45, -0.05]), (0.55, 0.1)
+        direction = torch.tensor(goal) - cube
+        direction = direction / direction.norm()
+        behind = cube - (HALF + 0.012) * direction  # fingers at the back face, pushing
+        edge = cube - (HALF + 0.002) * direction  # on top of the back edge
+        _place(env, 0, (*behind.tolist(), TABLE_TOP + PUSH_HEIGHT), (*cube.tolist(), z), goal)
+        _place(env, 1, (*edge.tolist(), TABLE_TOP + 2 * HALF + 0.006), (*cube.tolist(), z),
+               goal)
+        pose = push_pose(env.task, std=0.2).tolist()
+        low = push_low(env.task, std=0.03).tolist()
+        assert abs(pose[0] - pose[1]) < 0.05 * pose[0], pose  # the trap: alike
+        assert low[1] < 0.5 * low[0], low
+    finally:
+        env.close()

@@ -15,6 +15,7 @@ from sim.tasks.panda_push.terms import (
     obs_push_target_rel,
     push_approach,
     push_cube,
+    push_low,
     push_pose,
 )
 from sim.terms import action_rate, success
@@ -106,7 +107,8 @@ class PandaPush(CubeTask):
     observation_functions: ClassVar[TermFunctions] = {
         **ARM_OBSERVATIONS, **CUBE_OBSERVATIONS, "push_target_rel": obs_push_target_rel}
     reward_functions: ClassVar[TermFunctions] = {
-        "push_approach": push_approach, "push_pose": push_pose, "push_cube": push_cube,
+        "push_approach": push_approach, "push_pose": push_pose, "push_low": push_low,
+        "push_cube": push_cube,
         "gripper_open": gripper_open, "action_rate": action_rate, "success": success}
 
     @property
@@ -123,15 +125,19 @@ class PandaPush(CubeTask):
 
     @property
     @per_step
-    def pushing(self) -> torch.Tensor:
-        """[B] bool: the tcp is within ``PUSHING_DISTANCE`` of the pushing target.
+    def ee_low_dist(self) -> torch.Tensor:
+        """[B] distance of the tcp to the pushing target at pushing height.
 
-        The target at pushing height (:func:`push_target` without the approach lift):
-        behind the cube, low.
+        :func:`push_target` without the approach lift: behind the cube, low.
         """
         target = push_target(self.ee_pos, self.cube_pos, self.goal[:, :2], self.cube_half,
                              lift=False)
-        return (target - self.ee_pos).norm(dim=1) < PUSHING_DISTANCE
+        return (target - self.ee_pos).norm(dim=1)
+
+    @property
+    def pushing(self) -> torch.Tensor:
+        """[B] bool: the tcp is within ``PUSHING_DISTANCE`` of the low pushing target."""
+        return self.ee_low_dist < PUSHING_DISTANCE
 
     @property
     def cube_on_table(self) -> torch.Tensor:

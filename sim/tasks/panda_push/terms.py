@@ -30,6 +30,11 @@ class PushingTask(Protocol):
         ...
 
     @property
+    def ee_low_dist(self) -> torch.Tensor:
+        """[B] tcp-to-push-target distance, the target at pushing height (m)."""
+        ...
+
+    @property
     def pushing(self) -> torch.Tensor:
         """[B] bool: the tcp is at the push target at pushing height."""
         ...
@@ -70,6 +75,17 @@ def push_pose(task: PushingTask, std: float) -> torch.Tensor:
     0 after success (the success term takes over).
     """
     return (1.0 - torch.tanh(task.ee_push_dist / std)) * ~task.success()
+
+
+def push_low(task: PushingTask, std: float) -> torch.Tensor:
+    """[B] tanh kernel of the distance to the low pushing pose, ``1 - tanh(d / std)``.
+
+    The pushing target at pushing height, never raised by the approach lift, so a tcp
+    resting on top of the cube's back edge (where the raised target of
+    :func:`push_pose` follows it) scores far less than one low behind the cube. 0
+    after success.
+    """
+    return (1.0 - torch.tanh(task.ee_low_dist / std)) * ~task.success()
 
 
 def push_cube(task: PushingTask, std: float) -> torch.Tensor:
