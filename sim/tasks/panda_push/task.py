@@ -17,6 +17,7 @@ from sim.tasks.panda_push.terms import (
     push_cube,
     push_low,
     push_pose,
+    push_progress,
 )
 from sim.terms import action_rate, success
 
@@ -108,7 +109,7 @@ class PandaPush(CubeTask):
         **ARM_OBSERVATIONS, **CUBE_OBSERVATIONS, "push_target_rel": obs_push_target_rel}
     reward_functions: ClassVar[TermFunctions] = {
         "push_approach": push_approach, "push_pose": push_pose, "push_low": push_low,
-        "push_cube": push_cube,
+        "push_cube": push_cube, "push_progress": push_progress,
         "gripper_open": gripper_open, "action_rate": action_rate, "success": success}
 
     @property
@@ -138,6 +139,15 @@ class PandaPush(CubeTask):
     def pushing(self) -> torch.Tensor:
         """[B] bool: the tcp is within ``PUSHING_DISTANCE`` of the low pushing target."""
         return self.ee_low_dist < PUSHING_DISTANCE
+
+    @property
+    @per_step
+    def cube_goal_speed(self) -> torch.Tensor:
+        """[B] planar speed of the cube centre towards the goal (m/s; < 0: away)."""
+        to_goal = self.goal[:, :2] - self.cube_pos[:, :2]
+        direction = to_goal / to_goal.norm(dim=1, keepdim=True).clamp_min(1e-6)
+        velocity = self.sim.qvel[:, self.cube_dofs][:, :2]  # free joint: world-frame linear
+        return (velocity * direction).sum(1)
 
     @property
     def cube_on_table(self) -> torch.Tensor:

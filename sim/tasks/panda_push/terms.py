@@ -45,6 +45,11 @@ class PushingTask(Protocol):
         ...
 
     @property
+    def cube_goal_speed(self) -> torch.Tensor:
+        """[B] planar speed of the cube centre towards the goal (m/s; < 0: away)."""
+        ...
+
+    @property
     def cube_goal_dist(self) -> torch.Tensor:
         """[B] planar cube-to-goal distance (m)."""
         ...
@@ -97,6 +102,17 @@ def push_cube(task: PushingTask, std: float) -> torch.Tensor:
     """
     gate = task.pushing & task.cube_on_table & ~task.success()
     return (1.0 - torch.tanh(task.cube_goal_dist / std)) * gate
+
+
+def push_progress(task: PushingTask, speed: float) -> torch.Tensor:
+    """[B] the cube's speed towards the goal over ``speed``, clipped to [0, 1], gated.
+
+    Gated like :func:`push_cube`: non-zero only while the tcp is at the push target and
+    the cube rests on the table, until success. Waiting at the pushing pose earns 0,
+    pushing the cube towards the goal earns at once.
+    """
+    gate = task.pushing & task.cube_on_table & ~task.success()
+    return (task.cube_goal_speed / speed).clamp(0.0, 1.0) * gate
 
 
 def gripper_open(task: PushingTask) -> torch.Tensor:
