@@ -13,6 +13,7 @@ import torch
 from sim import make_env
 from sim.tasks.panda_base import TABLE_TOP
 from sim.tasks.panda_push import PUSH_HEIGHT, PushExpert, push_target
+from sim.tasks.panda_push.terms import push_low, push_pose, push_progress
 
 HALF = 0.025
 
@@ -61,28 +62,31 @@ class HoverAbove(PushExpert):
         return super().act()
 
 
-def _episode_return(env, expert_class) -> torch.Tensor:
-    env.reset(seed=0)
-    expert = expert_class(env.task, noise=0.0)
-    total = torch.zeros(env.num_envs, dtype=torch.float64)
-    for _ in range(env.max_episode_steps - 1):  # stop before the auto-reset
-        _, reward, terminated, _, _ = env.step(expert())
-        assert not terminated.any()
-        total += reward
-    return total
-
-
-def test_pushing_pays_more_than_waiting_which_pays_more_than_hovering():
+def _episode_sums(num_envs: int, expert_classes, per_step=None) -> list[torch.Tensor]:
+    """Each expert's per-env sum over an episode of the reward (or of ``per_step(task)``),
+    the same starts for every expert, torch on one thread."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    env = make_env("panda_push", num_envs=6, seed=0)
+    env = make_env("panda_push", num_envs=num_envs, seed=0)
+    sums = []
     try:
-        push = _episode_return(env, PushExpert)
-        wait = _episode_return(env, WaitAtPushingPose)
-        hover = _episode_return(env, HoverAbove)
+        for expert_class in expert_classes:
+            env.reset(seed=0)
+            expert = expert_class(env.task, noise=0.0)
+            total = torch.zeros(env.num_envs, dtype=torch.float64)
+            for _ in range(env.max_episode_steps - 1):  # stop before the auto-reset
+                _, reward, terminated, _, _ = env.step(expert())
+                assert not terminated.any()
+                total += reward if per_step is None else per_step(env.task)
+            sums.append(total)
     finally:
         env.close()
         torch.set_num_threads(threads)
+    return sums
+
+
+def test_pushing_pays_more_than_waiting_which_pays_more_than_hovering():
+    push, wait, hover = _episode_sums(6, [PushExpert, WaitAtPushingPose, HoverAbove])
     assert (push > wait).all(), (push, wait)
     assert (wait > hover).all(), (wait, hover)
     assert push.mean() > 2.0 * wait.mean()
@@ -156,3 +160,37 @@ def test_lifted_cube_and_hovering_over_the_goal_do_not_score_like_success():
         assert over[2] > TABLE_TOP + 2 * HALF and not env.task.pushing[2]
     finally:
         env.close()
+
+
+def test_resting_on_the_cubes_back_edge_does_not_score_like_pushing():
+    """The local optimum PPO fell into: the tcp resting on top of the cube's back edge,
+    where the raised approach target follows it, earns ``push_pose`` like the pushing pose
+    behind the cube; ``push_low`` (the distance to the target at pushing height) tells the
+    two apart."""
+    env = make_env("panda_push", num_envs=2, seed=0, obs_noise=False)
+    try:
+        z = TABLE_TOP + HALF
+        cube, goal = torch.tensor([0.45, -0.05]), (0.55, 0.1)
+        direction = torch.tensor(goal) - cube
+        direction = direction / direction.norm()
+        behind = cube - (HALF + 0.012) * direction  # fingers at the back face, pushing
+        edge = cube - (HALF + 0.002) * direction  # on top of the back edge
+        _place(env, 0, (*behind.tolist(), TABLE_TOP + PUSH_HEIGHT), (*cube.tolist(), z), goal)
+        _place(env, 1, (*edge.tolist(), TABLE_TOP + 2 * HALF + 0.006), (*cube.tolist(), z),
+               goal)
+        pose = push_pose(env.task, std=0.2).tolist()
+        low = push_low(env.task, std=0.03).tolist()
+        assert abs(pose[0] - pose[1]) < 0.05 * pose[0], pose  # the trap: alike
+        assert low[1] < 0.5 * low[0], low
+    finally:
+        env.close()
+
+
+def test_push_progress_pays_pushing_and_not_waiting():
+    """``push_progress`` pays the cube's speed towards the goal while the tcp pushes it:
+    the pushing expert earns it (about 1 per step of a full-speed push), the one waiting
+    at the pose never."""
+    push, wait = _episode_sums(4, [PushExpert, WaitAtPushingPose],
+                               lambda task: push_progress(task, speed=0.1))
+    assert push.mean() > 5.0, push
+    assert (wait < 0.05).all(), wait

@@ -15,7 +15,9 @@ from sim.tasks.panda_push.terms import (
     obs_push_target_rel,
     push_approach,
     push_cube,
+    push_low,
     push_pose,
+    push_progress,
 )
 from sim.terms import action_rate, success
 
@@ -106,7 +108,8 @@ class PandaPush(CubeTask):
     observation_functions: ClassVar[TermFunctions] = {
         **ARM_OBSERVATIONS, **CUBE_OBSERVATIONS, "push_target_rel": obs_push_target_rel}
     reward_functions: ClassVar[TermFunctions] = {
-        "push_approach": push_approach, "push_pose": push_pose, "push_cube": push_cube,
+        "push_approach": push_approach, "push_pose": push_pose, "push_low": push_low,
+        "push_cube": push_cube, "push_progress": push_progress,
         "gripper_open": gripper_open, "action_rate": action_rate, "success": success}
 
     @property
@@ -123,15 +126,28 @@ class PandaPush(CubeTask):
 
     @property
     @per_step
-    def pushing(self) -> torch.Tensor:
-        """[B] bool: the tcp is within ``PUSHING_DISTANCE`` of the pushing target.
+    def ee_low_dist(self) -> torch.Tensor:
+        """[B] distance of the tcp to the pushing target at pushing height.
 
-        The target at pushing height (:func:`push_target` without the approach lift):
-        behind the cube, low.
+        :func:`push_target` without the approach lift: behind the cube, low.
         """
         target = push_target(self.ee_pos, self.cube_pos, self.goal[:, :2], self.cube_half,
                              lift=False)
-        return (target - self.ee_pos).norm(dim=1) < PUSHING_DISTANCE
+        return (target - self.ee_pos).norm(dim=1)
+
+    @property
+    def pushing(self) -> torch.Tensor:
+        """[B] bool: the tcp is within ``PUSHING_DISTANCE`` of the low pushing target."""
+        return self.ee_low_dist < PUSHING_DISTANCE
+
+    @property
+    @per_step
+    def cube_goal_speed(self) -> torch.Tensor:
+        """[B] planar speed of the cube centre towards the goal (m/s; < 0: away)."""
+        to_goal = self.goal[:, :2] - self.cube_pos[:, :2]
+        direction = to_goal / to_goal.norm(dim=1, keepdim=True).clamp_min(1e-6)
+        velocity = self.sim.qvel[:, self.cube_dofs][:, :2]  # free joint: world-frame linear
+        return (velocity * direction).sum(1)
 
     @property
     def cube_on_table(self) -> torch.Tensor:

@@ -30,6 +30,11 @@ class PushingTask(Protocol):
         ...
 
     @property
+    def ee_low_dist(self) -> torch.Tensor:
+        """[B] tcp-to-push-target distance, the target at pushing height (m)."""
+        ...
+
+    @property
     def pushing(self) -> torch.Tensor:
         """[B] bool: the tcp is at the push target at pushing height."""
         ...
@@ -37,6 +42,11 @@ class PushingTask(Protocol):
     @property
     def cube_on_table(self) -> torch.Tensor:
         """[B] bool: the cube rests on the table."""
+        ...
+
+    @property
+    def cube_goal_speed(self) -> torch.Tensor:
+        """[B] planar speed of the cube centre towards the goal (m/s; < 0: away)."""
         ...
 
     @property
@@ -72,6 +82,17 @@ def push_pose(task: PushingTask, std: float) -> torch.Tensor:
     return (1.0 - torch.tanh(task.ee_push_dist / std)) * ~task.success()
 
 
+def push_low(task: PushingTask, std: float) -> torch.Tensor:
+    """[B] tanh kernel of the distance to the low pushing pose, ``1 - tanh(d / std)``.
+
+    The pushing target at pushing height, never raised by the approach lift, so a tcp
+    resting on top of the cube's back edge (where the raised target of
+    :func:`push_pose` follows it) scores far less than one low behind the cube. 0
+    after success.
+    """
+    return (1.0 - torch.tanh(task.ee_low_dist / std)) * ~task.success()
+
+
 def push_cube(task: PushingTask, std: float) -> torch.Tensor:
     """[B] tanh kernel of the planar cube-to-goal distance, ``1 - tanh(d / std)``, gated.
 
@@ -81,6 +102,17 @@ def push_cube(task: PushingTask, std: float) -> torch.Tensor:
     """
     gate = task.pushing & task.cube_on_table & ~task.success()
     return (1.0 - torch.tanh(task.cube_goal_dist / std)) * gate
+
+
+def push_progress(task: PushingTask, speed: float) -> torch.Tensor:
+    """[B] the cube's speed towards the goal over ``speed``, clipped to [0, 1], gated.
+
+    Gated like :func:`push_cube`: non-zero only while the tcp is at the push target and
+    the cube rests on the table, until success. Waiting at the pushing pose earns 0,
+    pushing the cube towards the goal earns at once.
+    """
+    gate = task.pushing & task.cube_on_table & ~task.success()
+    return (task.cube_goal_speed / speed).clamp(0.0, 1.0) * gate
 
 
 def gripper_open(task: PushingTask) -> torch.Tensor:
