@@ -78,13 +78,16 @@ PUSH_GEOMETRY = PushGeometry()
 
 
 def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Tensor,
-                geometry: PushGeometry = PUSH_GEOMETRY) -> torch.Tensor:
+                geometry: PushGeometry = PUSH_GEOMETRY, lift: bool = True) -> torch.Tensor:
     """[B, 3] the point panda_push's dense reward pulls the tcp [B, 3] to.
 
     Behind the cube [B, 3] on the side away from the goal [B, 2], at pushing height,
-    led ``lead`` towards the goal; raised by ``approach_slope`` x how far the tcp is
-    past the cube's back face (up to ``approach_lift``); the tcp itself once the cube
-    is within ``release_radius`` of the goal.
+    led ``lead`` towards the goal: inside the cube's back face, so the closed fingers
+    cannot reach it and pressing towards it pushes the cube. While the tcp is past the
+    back face the target is raised by ``approach_slope`` x that overshoot (up to
+    ``approach_lift``; never without ``lift``), so the tcp comes round over the cube
+    instead of sweeping through it. Once the cube is within ``release_radius`` of the
+    goal the target is the tcp itself, so the shaping lets go.
     """
     g = geometry
     to_goal = goal_xy - cube_pos[:, :2]
@@ -93,7 +96,7 @@ def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Ten
     behind = cube_pos[:, :2] - (g.cube_half + g.standoff - g.lead) * direction
     along = ((ee_pos[:, :2] - cube_pos[:, :2]) * direction).sum(1, keepdim=True)
     past = (along + g.cube_half + g.back_face_margin).clamp_min(0.0)
-    height = g.table_top + g.height + (g.approach_slope * past).clamp_max(g.approach_lift)
+    height = g.table_top + g.height + (g.approach_slope * past).clamp_max(g.approach_lift) * lift
     return torch.where(distance < g.release_radius, ee_pos, torch.cat([behind, height], 1))
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 import torch
 
+from robots.panda.observation import PushGeometry
+from robots.panda.observation import push_target as robot_push_target
 from sim.task import TermFunctions, per_step
 from sim.tasks.panda_base import ARM_OBSERVATIONS, TABLE_TOP
 from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask
@@ -25,45 +28,22 @@ SUCCESS_RADIUS = 0.05  # planar cube centre to goal centre
 REST_HEIGHT = 0.01  # the cube counts as on the table below this lift
 CONTACT_DISTANCE = 0.01  # finger pad centre to cube surface
 REACHED_DISTANCE = 0.06  # tcp to cube centre: "at the cube"
-PUSH_STANDOFF = 0.015  # pushing pose: tcp this far behind the cube face opposite the goal
-PUSH_HEIGHT = 0.022  # pushing pose: tcp height above the table (the expert's)
-PUSH_LEAD = 0.02  # the reward's target leads the pushing pose by this towards the goal
-BACK_FACE_MARGIN = 0.011  # the tcp counts as behind the cube up to this past its back face
-APPROACH_SLOPE = 5.0  # approach: target height rises 5 cm per cm the tcp is past that
-APPROACH_LIFT = 0.12  # ... up to 12 cm above the pushing height (clears the cube)
-RELEASE_RADIUS = 0.03  # cube centre this close to the goal centre: the reward lets go of the tcp
 PUSHING_DISTANCE = 0.03  # tcp this close to the push target: "pushing" (gates push_cube)
+
+PUSH_GEOMETRY = PushGeometry(cube_half=CubeTask.cube_half, table_top=TABLE_TOP)
+PUSH_HEIGHT = PUSH_GEOMETRY.height  # pushing pose: tcp height above the table (the expert's)
 
 
 def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Tensor,
                 cube_half: float, lift: bool = True) -> torch.Tensor:
     """[B, 3] where the dense push reward pulls the tcp (world frame).
 
-    The pushing pose (behind the cube on the side away from the goal, at pushing
-    height) moved ``PUSH_LEAD`` towards the goal: 5 mm inside the cube's back face,
-    so the closed fingers cannot reach it and pressing towards it pushes the cube
-    (a target outside the cube is a place to hover). While the tcp is past the
-    cube's back face (beside it or on the goal side) the target is raised by
-    ``APPROACH_SLOPE`` x that overshoot, up to ``APPROACH_LIFT``: the tcp comes
-    round over the cube instead of sweeping through it, and the lift depends on
-    the tcp's position along the push direction only, so no point on top of the
-    cube scores like the pushing pose. Once
-    the cube centre is within ``RELEASE_RADIUS`` of the goal the target is the
-    tcp itself: the shaping no longer steers the tcp and the policy can let go.
-    Without ``lift``: the pushing target itself, never raised.
+    The deployment's own function (:func:`robots.panda.observation.push_target`) on this
+    task's geometry with a cube of half size ``cube_half``, so the policy's observation
+    on the robot and in simulation cannot drift apart.
     """
-    to_goal = goal_xy - cube_pos[:, :2]
-    direction = to_goal / to_goal.norm(dim=1, keepdim=True).clamp_min(1e-6)
-    target = torch.empty_like(cube_pos)
-    target[:, :2] = cube_pos[:, :2] - (cube_half + PUSH_STANDOFF - PUSH_LEAD) * direction
-    along = ((ee_pos[:, :2] - cube_pos[:, :2]) * direction).sum(1)
-    past = (along + cube_half + BACK_FACE_MARGIN).clamp_min(0.0)
-    target[:, 2] = TABLE_TOP + PUSH_HEIGHT
-    if lift:
-        target[:, 2] += (APPROACH_SLOPE * past).clamp_max(APPROACH_LIFT)
-    # Cube at the goal: no target (the push direction is ill-conditioned there, and a
-    # target swinging round the cube would knock it out again).
-    return torch.where((to_goal.norm(dim=1) < RELEASE_RADIUS)[:, None], ee_pos, target)
+    return robot_push_target(ee_pos, cube_pos, goal_xy,
+                             replace(PUSH_GEOMETRY, cube_half=cube_half), lift=lift)
 
 
 class PandaPush(CubeTask):
