@@ -164,8 +164,6 @@ def test_push_policy_runs_on_the_simulated_robot_within_the_limits(ros_graph,
 
 
 def test_chunking_policy_starts_afresh_at_the_hand_over(ros_graph, chunked_reach_policy):
-    from conftest import CHUNK
-
     g = ros_graph
     safety = g.safety()
     commands = g.record(JointTrajectory, "/joint_trajectory")
@@ -179,7 +177,8 @@ def test_chunking_policy_starts_afresh_at_the_hand_over(ros_graph, chunked_reach
     g.wait_for(lambda: goal.publish(_point(tcp[0] + 0.15, 0.0, tcp[2])) or
                _mode(safety) == "policy", 60.0, "the policy")
     t = time.monotonic()
-    g.wait_for(lambda: len(commands.since(t)) > 3 * CHUNK, 10.0, "policy commands")
+    # More than three of the fixture's 4-step chunks.
+    g.wait_for(lambda: len(commands.since(t)) > 12, 10.0, "policy commands")
     # A goal behind the tcp, then a new activation: soft start, hand-over. The chunks now
     # say "close"; the predictions from before the hand-over ("open") must not be mixed in.
     assert g.transition("/embodied_policy", "deactivate")
