@@ -13,7 +13,7 @@ import torch
 from sim import make_env
 from sim.tasks.panda_base import TABLE_TOP
 from sim.tasks.panda_push import PUSH_HEIGHT, PushExpert, push_target
-from sim.tasks.panda_push.terms import push_low, push_pose, push_progress
+from sim.tasks.panda_push.terms import goal_rest, push_low, push_pose, push_progress
 
 HALF = 0.025
 
@@ -194,3 +194,27 @@ def test_push_progress_pays_pushing_and_not_waiting():
                                lambda task: push_progress(task, speed=0.1))
     assert push.mean() > 5.0, push
     assert (wait < 0.05).all(), wait
+
+
+def test_cube_sliding_through_the_goal_scores_less_than_resting_in_it():
+    """The overshoot PPO fell into: a cube pushed through the goal at speed meets the
+    success criterion on its way. ``goal_rest`` pays the cube at rest in the goal, far
+    less the same cube sliding at 0.1 m/s, and nothing outside the goal."""
+    env = make_env("panda_push", num_envs=3, seed=0, obs_noise=False)
+    try:
+        z, goal = TABLE_TOP + HALF, (0.55, 0.1)
+        for i, cube in enumerate([(0.55, 0.1, z), (0.55, 0.1, z), (0.45, -0.05, z)]):
+            _place(env, i, (0.4, 0.1, 0.1), cube, goal)
+        task = env.task
+        start = task.cube_dofs.start  # free joint: planar linear velocity first
+        env.state.qvel[1, start:start + 2] = torch.tensor([0.1, 0.0], dtype=torch.float64)
+        env.physics.forward(torch.tensor([1]))
+        task.clear_cache()
+        assert task.success().tolist() == [True, True, False]
+        assert task.cube_speed[1].item() == pytest.approx(0.1)
+        rest, sliding, outside = goal_rest(task, speed=0.02).tolist()
+        assert rest > 0.95, rest
+        assert sliding < 0.1 * rest, (rest, sliding)
+        assert outside == 0.0
+    finally:
+        env.close()

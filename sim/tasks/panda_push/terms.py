@@ -50,6 +50,11 @@ class PushingTask(Protocol):
         ...
 
     @property
+    def cube_speed(self) -> torch.Tensor:
+        """[B] planar speed of the cube centre (m/s)."""
+        ...
+
+    @property
     def cube_goal_dist(self) -> torch.Tensor:
         """[B] planar cube-to-goal distance (m)."""
         ...
@@ -113,6 +118,16 @@ def push_progress(task: PushingTask, speed: float) -> torch.Tensor:
     """
     gate = task.pushing & task.cube_on_table & ~task.success()
     return (task.cube_goal_speed / speed).clamp(0.0, 1.0) * gate
+
+
+def goal_rest(task: PushingTask, speed: float) -> torch.Tensor:
+    """[B] ``1 - tanh(v / speed)`` of the cube's planar speed ``v``, only on success.
+
+    Pays for the cube at rest in the goal: a cube pushed through the success disc at
+    speed earns little of it on its way through, one stopped inside earns 1 per step.
+    0 while the episode's goal is not reached.
+    """
+    return (1.0 - torch.tanh(task.cube_speed / speed)) * task.success()
 
 
 def gripper_open(task: PushingTask) -> torch.Tensor:
