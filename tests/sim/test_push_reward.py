@@ -218,3 +218,26 @@ def test_cube_sliding_through_the_goal_scores_less_than_resting_in_it():
         assert outside == 0.0
     finally:
         env.close()
+
+
+def test_push_progress_taper_stops_paying_speed_on_arrival():
+    """With a 10 cm taper, pushing the cube at 0.1 m/s pays in full 15 cm from the goal
+    and 0.6 of it 6 cm from the goal; without the taper both pay in full."""
+    env = make_env("panda_push", num_envs=2, seed=0, obs_noise=False)
+    try:
+        z, goal = TABLE_TOP + HALF, torch.tensor([0.65, 0.0])
+        for i, cube_x in enumerate([0.5, 0.59]):
+            back = (cube_x - HALF - 0.012, 0.0, TABLE_TOP + PUSH_HEIGHT)
+            _place(env, i, back, (cube_x, 0.0, z), goal.tolist())
+        task = env.task
+        start = task.cube_dofs.start
+        env.state.qvel[:, start] = 0.1  # towards the goal (+x)
+        env.physics.forward(torch.tensor([0, 1]))
+        task.clear_cache()
+        assert task.pushing.tolist() == [True, True]
+        far, near = push_progress(task, speed=0.1, taper=0.1).tolist()
+        assert far == pytest.approx(1.0, abs=0.02), far
+        assert near < 0.7 * far, (far, near)
+        assert push_progress(task, speed=0.1).tolist() == pytest.approx([1.0, 1.0], abs=0.02)
+    finally:
+        env.close()

@@ -109,15 +109,20 @@ def push_cube(task: PushingTask, std: float) -> torch.Tensor:
     return (1.0 - torch.tanh(task.cube_goal_dist / std)) * gate
 
 
-def push_progress(task: PushingTask, speed: float) -> torch.Tensor:
+def push_progress(task: PushingTask, speed: float, taper: float = 0.0) -> torch.Tensor:
     """[B] the cube's speed towards the goal over ``speed``, clipped to [0, 1], gated.
 
     Gated like :func:`push_cube`: non-zero only while the tcp is at the push target and
     the cube rests on the table, until success. Waiting at the pushing pose earns 0,
-    pushing the cube towards the goal earns at once.
+    pushing the cube towards the goal earns at once. With ``taper`` > 0 (m) the payment
+    falls linearly to 0 over the last ``taper`` of the cube-to-goal distance, so speed
+    on arrival (which carries the cube through the goal) is not paid.
     """
     gate = task.pushing & task.cube_on_table & ~task.success()
-    return (task.cube_goal_speed / speed).clamp(0.0, 1.0) * gate
+    paid = (task.cube_goal_speed / speed).clamp(0.0, 1.0) * gate
+    if taper > 0.0:
+        paid = paid * (task.cube_goal_dist / taper).clamp(max=1.0)
+    return paid
 
 
 def goal_rest(task: PushingTask, speed: float) -> torch.Tensor:
