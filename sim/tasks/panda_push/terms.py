@@ -93,9 +93,10 @@ def push_low(task: PushingTask, std: float) -> torch.Tensor:
     The pushing target at pushing height, never raised by the approach lift, so a tcp
     resting on top of the cube's back edge (where the raised target of
     :func:`push_pose` follows it) scores far less than one low behind the cube. 0
-    after success.
+    after success and while the cube is off the table (the target lets go of the tcp
+    over the goal, which must not pay for a cube held there).
     """
-    return (1.0 - torch.tanh(task.ee_low_dist / std)) * ~task.success()
+    return (1.0 - torch.tanh(task.ee_low_dist / std)) * (task.cube_on_table & ~task.success())
 
 
 def push_cube(task: PushingTask, std: float) -> torch.Tensor:
