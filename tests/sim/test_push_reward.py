@@ -152,6 +152,8 @@ def test_lifted_cube_and_hovering_over_the_goal_do_not_score_like_success():
         assert success > 2.0 * max(lifted, hover, push), reward
         assert push > hover, reward
         assert push > lifted, reward
+        # Over the goal the push target lets go of the tcp: push_low must not pay for it.
+        assert push_low(task, std=0.03)[1].item() == 0.0
         # The cube term pays only for the tcp low behind the cube, not at the raised
         # approach target above it.
         assert task.pushing[2:].tolist() == [False, True]

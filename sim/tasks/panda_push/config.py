@@ -13,11 +13,11 @@ def _rewards() -> dict[str, RewardTermCfg]:
     return {
         "push_approach": RewardTermCfg(0.05),
         "push_pose": RewardTermCfg(0.2, {"std": 0.2}),
-        "push_low": RewardTermCfg(0.3, {"std": 0.03}),
+        "push_low": RewardTermCfg(0.0, {"std": 0.03}),
         "push_cube": RewardTermCfg(0.4, {"std": 0.1}),
-        "push_progress": RewardTermCfg(0.4, {"speed": 0.1, "taper": 0.1}),
-        "goal_rest": RewardTermCfg(1.0, {"speed": 0.02}),
-        "gripper_open": RewardTermCfg(-0.2),
+        "push_progress": RewardTermCfg(0.0, {"speed": 0.1, "taper": 0.0}),
+        "goal_rest": RewardTermCfg(0.0, {"speed": 0.02}),
+        "gripper_open": RewardTermCfg(-0.02),
         "action_rate": RewardTermCfg(-0.0005),
         "success": RewardTermCfg(1.0),
     }

@@ -73,13 +73,14 @@ class PandaPush(CubeTask):
     Reward (weights and parameters: :class:`PandaPushConfig`), staged and gated: the
     dense "oracle" terms ``push_approach`` (linear, a gradient from the start pose
     ~0.5 m away) and ``push_pose`` (tanh kernel) towards :func:`push_target`;
-    ``push_low`` (a kernel to the pushing pose, never raised by the approach lift);
-    ``push_cube`` (a tanh kernel of the cube-to-goal distance) and ``push_progress``
-    (the cube's speed towards the goal, tapered off on arrival) only while the tcp is
+    ``push_cube`` (a tanh kernel of the cube-to-goal distance) only while the tcp is
     at the push target and the cube rests on the table; ``gripper_open`` (a penalty:
     the closed fingers are the pusher) and ``action_rate``; and ``success``, the
-    largest term, which replaces the kernels once it holds, with ``goal_rest`` (the
-    cube at rest in the goal, so pushing it through the goal pays less than stopping).
+    largest term, which replaces the kernels once it holds. Optional terms (weight 0
+    by default): ``push_low`` (a kernel to the pushing pose, never raised by the
+    approach lift), ``push_progress`` (the cube's speed towards the goal, gated like
+    ``push_cube``, optionally tapered off on arrival) and ``goal_rest`` (the cube at
+    rest in the goal, so pushing it through the goal pays less than stopping).
     A cube lifted over the goal or a tcp hovering there scores far less than success.
     A sparse reward mode keeps only ``success``.
     """
