@@ -13,7 +13,7 @@ import torch
 from sim import make_env
 from sim.tasks.panda_base import TABLE_TOP
 from sim.tasks.panda_push import PUSH_HEIGHT, PushExpert, push_target
-from sim.tasks.panda_push.terms import push_low, push_pose, push_progress
+from sim.tasks.panda_push.terms import goal_rest, push_low, push_pose, push_progress
 
 HALF = 0.025
 
@@ -152,6 +152,8 @@ def test_lifted_cube_and_hovering_over_the_goal_do_not_score_like_success():
         assert success > 2.0 * max(lifted, hover, push), reward
         assert push > hover, reward
         assert push > lifted, reward
+        # Over the goal the push target lets go of the tcp: push_low must not pay for it.
+        assert push_low(task, std=0.03)[1].item() == 0.0
         # The cube term pays only for the tcp low behind the cube, not at the raised
         # approach target above it.
         assert task.pushing[2:].tolist() == [False, True]
@@ -194,3 +196,50 @@ def test_push_progress_pays_pushing_and_not_waiting():
                                lambda task: push_progress(task, speed=0.1))
     assert push.mean() > 5.0, push
     assert (wait < 0.05).all(), wait
+
+
+def test_cube_sliding_through_the_goal_scores_less_than_resting_in_it():
+    """The overshoot PPO fell into: a cube pushed through the goal at speed meets the
+    success criterion on its way. ``goal_rest`` pays the cube at rest in the goal, far
+    less the same cube sliding at 0.1 m/s, and nothing outside the goal."""
+    env = make_env("panda_push", num_envs=3, seed=0, obs_noise=False)
+    try:
+        z, goal = TABLE_TOP + HALF, (0.55, 0.1)
+        for i, cube in enumerate([(0.55, 0.1, z), (0.55, 0.1, z), (0.45, -0.05, z)]):
+            _place(env, i, (0.4, 0.1, 0.1), cube, goal)
+        task = env.task
+        start = task.cube_dofs.start  # free joint: planar linear velocity first
+        env.state.qvel[1, start:start + 2] = torch.tensor([0.1, 0.0], dtype=torch.float64)
+        env.physics.forward(torch.tensor([1]))
+        task.clear_cache()
+        assert task.success().tolist() == [True, True, False]
+        assert task.cube_speed[1].item() == pytest.approx(0.1)
+        rest, sliding, outside = goal_rest(task, speed=0.02).tolist()
+        assert rest > 0.95, rest
+        assert sliding < 0.1 * rest, (rest, sliding)
+        assert outside == 0.0
+    finally:
+        env.close()
+
+
+def test_push_progress_taper_stops_paying_speed_on_arrival():
+    """With a 10 cm taper, pushing the cube at 0.1 m/s pays in full 15 cm from the goal
+    and 0.6 of it 6 cm from the goal; without the taper both pay in full."""
+    env = make_env("panda_push", num_envs=2, seed=0, obs_noise=False)
+    try:
+        z, goal = TABLE_TOP + HALF, torch.tensor([0.65, 0.0])
+        for i, cube_x in enumerate([0.5, 0.59]):
+            back = (cube_x - HALF - 0.012, 0.0, TABLE_TOP + PUSH_HEIGHT)
+            _place(env, i, back, (cube_x, 0.0, z), goal.tolist())
+        task = env.task
+        start = task.cube_dofs.start
+        env.state.qvel[:, start] = 0.1  # towards the goal (+x)
+        env.physics.forward(torch.tensor([0, 1]))
+        task.clear_cache()
+        assert task.pushing.tolist() == [True, True]
+        far, near = push_progress(task, speed=0.1, taper=0.1).tolist()
+        assert far == pytest.approx(1.0, abs=0.02), far
+        assert near < 0.7 * far, (far, near)
+        assert push_progress(task, speed=0.1).tolist() == pytest.approx([1.0, 1.0], abs=0.02)
+    finally:
+        env.close()

@@ -14,6 +14,7 @@ from sim.tasks.panda_base import ARM_OBSERVATIONS, TABLE_TOP
 from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask
 from sim.tasks.panda_push.config import PandaPushConfig
 from sim.tasks.panda_push.terms import (
+    goal_rest,
     gripper_open,
     obs_push_target_rel,
     push_approach,
@@ -75,9 +76,13 @@ class PandaPush(CubeTask):
     ``push_cube`` (a tanh kernel of the cube-to-goal distance) only while the tcp is
     at the push target and the cube rests on the table; ``gripper_open`` (a penalty:
     the closed fingers are the pusher) and ``action_rate``; and ``success``, the
-    largest term, which replaces the two kernels once it holds. A cube lifted over
-    the goal or a tcp hovering there scores far less than success. A sparse reward
-    mode keeps only ``success``.
+    largest term, which replaces the kernels once it holds. Optional terms (weight 0
+    by default): ``push_low`` (a kernel to the pushing pose, never raised by the
+    approach lift), ``push_progress`` (the cube's speed towards the goal, gated like
+    ``push_cube``, optionally tapered off on arrival) and ``goal_rest`` (the cube at
+    rest in the goal, so pushing it through the goal pays less than stopping).
+    A cube lifted over the goal or a tcp hovering there scores far less than success.
+    A sparse reward mode keeps only ``success``.
     """
 
     name = "panda_push"
@@ -89,7 +94,7 @@ class PandaPush(CubeTask):
         **ARM_OBSERVATIONS, **CUBE_OBSERVATIONS, "push_target_rel": obs_push_target_rel}
     reward_functions: ClassVar[TermFunctions] = {
         "push_approach": push_approach, "push_pose": push_pose, "push_low": push_low,
-        "push_cube": push_cube, "push_progress": push_progress,
+        "push_cube": push_cube, "push_progress": push_progress, "goal_rest": goal_rest,
         "gripper_open": gripper_open, "action_rate": action_rate, "success": success}
 
     @property
@@ -128,6 +133,12 @@ class PandaPush(CubeTask):
         direction = to_goal / to_goal.norm(dim=1, keepdim=True).clamp_min(1e-6)
         velocity = self.sim.qvel[:, self.cube_dofs][:, :2]  # free joint: world-frame linear
         return (velocity * direction).sum(1)
+
+    @property
+    @per_step
+    def cube_speed(self) -> torch.Tensor:
+        """[B] planar speed of the cube centre (m/s)."""
+        return self.sim.qvel[:, self.cube_dofs][:, :2].norm(dim=1)
 
     @property
     def cube_on_table(self) -> torch.Tensor:

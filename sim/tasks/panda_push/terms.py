@@ -50,6 +50,11 @@ class PushingTask(Protocol):
         ...
 
     @property
+    def cube_speed(self) -> torch.Tensor:
+        """[B] planar speed of the cube centre (m/s)."""
+        ...
+
+    @property
     def cube_goal_dist(self) -> torch.Tensor:
         """[B] planar cube-to-goal distance (m)."""
         ...
@@ -88,9 +93,10 @@ def push_low(task: PushingTask, std: float) -> torch.Tensor:
     The pushing target at pushing height, never raised by the approach lift, so a tcp
     resting on top of the cube's back edge (where the raised target of
     :func:`push_pose` follows it) scores far less than one low behind the cube. 0
-    after success.
+    after success and while the cube is off the table (the target lets go of the tcp
+    over the goal, which must not pay for a cube held there).
     """
-    return (1.0 - torch.tanh(task.ee_low_dist / std)) * ~task.success()
+    return (1.0 - torch.tanh(task.ee_low_dist / std)) * (task.cube_on_table & ~task.success())
 
 
 def push_cube(task: PushingTask, std: float) -> torch.Tensor:
@@ -104,15 +110,30 @@ def push_cube(task: PushingTask, std: float) -> torch.Tensor:
     return (1.0 - torch.tanh(task.cube_goal_dist / std)) * gate
 
 
-def push_progress(task: PushingTask, speed: float) -> torch.Tensor:
+def push_progress(task: PushingTask, speed: float, taper: float = 0.0) -> torch.Tensor:
     """[B] the cube's speed towards the goal over ``speed``, clipped to [0, 1], gated.
 
     Gated like :func:`push_cube`: non-zero only while the tcp is at the push target and
     the cube rests on the table, until success. Waiting at the pushing pose earns 0,
-    pushing the cube towards the goal earns at once.
+    pushing the cube towards the goal earns at once. With ``taper`` > 0 (m) the payment
+    falls linearly to 0 over the last ``taper`` of the cube-to-goal distance, so speed
+    on arrival (which carries the cube through the goal) is not paid.
     """
     gate = task.pushing & task.cube_on_table & ~task.success()
-    return (task.cube_goal_speed / speed).clamp(0.0, 1.0) * gate
+    paid = (task.cube_goal_speed / speed).clamp(0.0, 1.0) * gate
+    if taper > 0.0:
+        paid = paid * (task.cube_goal_dist / taper).clamp(max=1.0)
+    return paid
+
+
+def goal_rest(task: PushingTask, speed: float) -> torch.Tensor:
+    """[B] ``1 - tanh(v / speed)`` of the cube's planar speed ``v``, only on success.
+
+    Pays for the cube at rest in the goal: a cube pushed through the success disc at
+    speed earns little of it on its way through, one stopped inside earns 1 per step.
+    0 while the episode's goal is not reached.
+    """
+    return (1.0 - torch.tanh(task.cube_speed / speed)) * task.success()
 
 
 def gripper_open(task: PushingTask) -> torch.Tensor:
