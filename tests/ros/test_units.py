@@ -51,7 +51,6 @@ from robots.actions import action_map_from_metadata
 from robots.panda.observation import PUSH_GEOMETRY
 from robots.panda.observation import push_target as robot_push_target
 from sim import DomainRandomization, make_env
-from sim.tasks.panda_push import push_target as task_push_target
 
 
 @contextlib.contextmanager
@@ -81,22 +80,42 @@ def test_reach_observation_is_the_simulators():
             np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
 
 
-def test_push_target_is_the_tasks():
-    # Cubes and tcps over the workspace, goals 0-25 cm from the cube: covers the release
-    # radius, the approach lift and its cap.
-    gen = torch.Generator().manual_seed(0)
-    n = 4000
-    cube = torch.rand(n, 3, generator=gen, dtype=torch.float64) * 0.3 + torch.tensor(
-        [0.35, -0.15, 0.0], dtype=torch.float64)
-    angle = torch.rand(n, generator=gen, dtype=torch.float64) * 2 * math.pi
-    dist = torch.rand(n, generator=gen, dtype=torch.float64) * 0.25
-    goal = cube[:, :2] + dist[:, None] * torch.stack([angle.cos(), angle.sin()], 1)
-    ee = cube + (torch.rand(n, 3, generator=gen, dtype=torch.float64) - 0.5) * 0.3
-    want = task_push_target(ee, cube, goal, PUSH_GEOMETRY.cube_half)
-    lifted = want[:, 2] > PUSH_GEOMETRY.height + 1e-6
-    assert (dist < PUSH_GEOMETRY.release_radius).sum() > 100
-    assert lifted.sum() > 100 and (want[:, 2] > 0.13).sum() > 100
-    torch.testing.assert_close(robot_push_target(ee, cube, goal), want, rtol=0, atol=1e-12)
+def test_push_geometry_is_the_simulated_tasks():
+    # The deployment's defaults must describe the cube and table the policy trained on.
+    from sim.tasks.panda_push import PandaPush
+    from sim.tasks.panda_push.task import PUSH_GEOMETRY as TASK_GEOMETRY
+
+    assert PUSH_GEOMETRY == TASK_GEOMETRY
+    with _stepped("panda_push", 0) as (env, _):
+        model = env.model
+        cube = [i for i in range(model.ngeom) if model.geom(i).name == "cube"]
+        assert len(cube) == 1
+        np.testing.assert_allclose(model.geom_size[cube[0]], [PandaPush.cube_half] * 3)
+        np.testing.assert_allclose(env.task.cube_pos[:, 2].numpy(),
+                                   PUSH_GEOMETRY.table_top + PUSH_GEOMETRY.cube_half, atol=2e-3)
+
+
+def test_push_target_geometry():
+    # A cube at (0.5, 0) pushed towards +x: the target sits behind it at pushing height,
+    # rises while the tcp is past the back face, and is the tcp once the goal is near.
+    g = PUSH_GEOMETRY
+    cube = torch.tensor([[0.5, 0.0, g.cube_half]] * 4, dtype=torch.float64)
+    goal = torch.tensor([[0.65, 0.0]] * 3 + [[0.52, 0.0]], dtype=torch.float64)
+    behind_x = 0.5 - (g.cube_half + g.standoff - g.lead)
+    past = 0.01  # the tcp 1 cm past the back face's margin
+    ee = torch.tensor([[0.3, 0.1, 0.2],  # far behind: not lifted
+                       [0.5 - g.cube_half - g.back_face_margin + past, 0.0, 0.1],
+                       [0.7, 0.0, 0.1],  # beyond the cube: the lift's cap
+                       [0.4, 0.05, 0.3]], dtype=torch.float64)  # goal within release radius
+    target = robot_push_target(ee, cube, goal)
+    want = torch.tensor([[behind_x, 0.0, g.table_top + g.height],
+                         [behind_x, 0.0, g.table_top + g.height + g.approach_slope * past],
+                         [behind_x, 0.0, g.table_top + g.height + g.approach_lift],
+                         [0.4, 0.05, 0.3]], dtype=torch.float64)
+    torch.testing.assert_close(target, want, rtol=0, atol=1e-9)
+    flat = robot_push_target(ee, cube, goal, lift=False)
+    torch.testing.assert_close(flat[:3, 2], torch.full((3,), g.table_top + g.height,
+                                                       dtype=torch.float64))
 
 
 def test_push_observation_is_the_simulators():
