@@ -88,13 +88,16 @@ def ppo(r: dict) -> str:
     push = r.get("panda_push") or {}
     if "action_spaces" in push:
         lines += ["", "| panda_push action space (shipped settings, dense reward) | seeds | "
-                  "mean success against env steps | final | best | training time |",
-                  "| --- | ---: | --- | ---: | ---: | ---: |"]
+                  "mean success against env steps | final | best | training time | load | "
+                  "ran |", "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
         for action, a in push["action_spaces"].items():
             curve = ", ".join(f"{steps / 1e6:.1f}M: {ok:.0%}" for steps, ok in a["mean_curve"])
+            loads = [r["load_avg_mean"] for r in a["runs"] if r.get("load_avg_mean")]
+            load = f"{sum(loads) / len(loads):.1f}" if loads else "-"
             lines.append(f"| {action}{' (shipped)' if action == push['shipped_action'] else ''}"
                          f" | {len(a['seeds'])} | {curve} | {a['mean_final_success']:.0%} | "
-                         f"{a['mean_best_success']:.0%} | {a['mean_train_wall_s']:.0f} s |")
+                         f"{a['mean_best_success']:.0%} | {a['mean_train_wall_s']:.0f} s | "
+                         f"{load} | {a.get('date', push['date'])[:10]} |")
         lines.append("")
     for task in ("panda_push", "go2_walk"):
         t = r.get(task)
@@ -540,11 +543,15 @@ INTROS = {
         "contender's process CPU seconds over the same spans as its training clock, the "
         "load column the 1-minute load average at its evaluations. Targets (wall-clock): "
         "rsl_rl's time over ours >= 1.0, SB3 tuned's >= 3.0. The `panda_push` table trains "
-        "the shipped per-task settings (3M env steps, each training capped at 1800 s) for "
-        "each action space listed (ee_delta only so far, rerun on 2026-11-24 with `--only "
-        "panda_push --push-actions ee_delta --push-seeds 3` beside other jobs at a load of "
-        "6-12: the 1800 s cap stopped seed 0 at 2.5M env steps, the mean curve ends at the "
-        "last evaluation all seeds share); it misses its 90% target. The `go2_walk` line "
+        "the shipped per-task settings (3M env steps, each training capped at 1800 s) with "
+        "only `task.action` changed, one row per action space, at the same 20 Hz and 4 s "
+        "episodes. Rows are independent: `--only panda_push --push-actions <space> "
+        "--push-seeds N` replaces only that space's row, and each row records its own "
+        "settings and date (the seeds, load and ran columns). The ee_delta row has 3 "
+        "seeds; the joint_delta and joint_position rows have 1 seed each (seed 0), run "
+        "beside other jobs; where the cap stopped a seed before 3M env steps, the mean "
+        "curve ends at the last evaluation all its seeds share. Every row misses the 90% "
+        "target. The `go2_walk` line "
         "trains the shipped settings within 30 min and meets its target (walks forward "
         "steadily). Sections are rerun with `--only <section>`, which merges them into the "
         "same JSON (each records its date)."),
