@@ -292,14 +292,19 @@ def ros_loop(r: dict) -> str:
         pol = push["policy"]
         lines += ["", f"Push policy (panda_push, {pol['action']} actions at "
                   f"{1 / pol['control_dt']:.0f} Hz, seed {pol['seed']}, "
-                  f"{pol['env_steps'] / 1e6:.1f}M env steps) through `sim_deploy` "
+                  f"{pol['env_steps'] / 1e6:.1f}M env steps"
+                  + (", trained with `task.deploy_limits`: the policy node's target filters "
+                     "in the training env" if pol.get("deploy_limits") else "")
+                  + ") through `sim_deploy` "
                   + "".join(f"with `{k}:={v}` " for k, v in push.get("node_params", {}).items())
                   + "on the "
                   f"same {ros['episodes']} starts (cube pose, goal) as in simulation: "
                   f"success {ros['success_rate']:.0%} through ROS against "
                   f"{sim['training_settings']['success_rate']:.0%} in simulation with the "
                   f"training settings: ratio {push['success_ratio']:.2f} (target >= 0.9); "
-                  f"{sim['nominal_same_starts']['success_rate']:.0%} in simulation with "
+                  + (f"{sim['without_deploy_limits']['success_rate']:.0%} in simulation "
+                     "without the filters; " if "without_deploy_limits" in sim else "")
+                  + f"{sim['nominal_same_starts']['success_rate']:.0%} in simulation with "
                   f"nominal physics and no observation noise from the same starts, the same "
                   f"outcome as through ROS in {push['agreement_with_nominal_sim']:.0%} of the "
                   f"episodes. Control rate "
