@@ -61,6 +61,7 @@ ARMS = {  # name -> overrides of `embodied train`
     "oracle_dense": ["reward=oracle"],
 }
 ALL_ARMS = tuple(ARMS)
+SHAPED_ARMS = ("prm_shaped", "sim_progress_shaped", "sim_progress_distilled")
 
 
 def plot(task: str, arms: dict, budget: int, path: Path) -> None:
@@ -270,6 +271,9 @@ def main() -> None:
                    help=f"env steps per arm (default per task: {BUDGETS})")
     p.add_argument("--shaping-scale", type=float, default=None,
                    help="reward.prm_weight of the shaped arms (default: the config's)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="an override of `embodied train` for every arm that shapes with a "
+                        "progress model (repeatable), e.g. reward.loop.refresh.enabled=true")
     p.add_argument("--arm", action="append", choices=list(ARMS), default=None,
                    help="run only these arms (repeatable)")
     p.add_argument("--policy-states", action="store_true",
@@ -294,9 +298,9 @@ def main() -> None:
         write_result("reward_rl", args.quick,
                      merge_sections("reward_rl", args.quick, figures, [name]))
         return
-    if args.shaping_scale is not None:
-        for arm in ("prm_shaped", "sim_progress_shaped", "sim_progress_distilled"):
-            ARMS[arm] = [*ARMS[arm], f"reward.prm_weight={args.shaping_scale}"]
+    for arm in SHAPED_ARMS:
+        scale = [] if args.shaping_scale is None else [f"reward.prm_weight={args.shaping_scale}"]
+        ARMS[arm] = [*ARMS[arm], *scale, *args.set]
     if args.arm:
         for arm in set(ARMS) - set(args.arm):
             del ARMS[arm]
