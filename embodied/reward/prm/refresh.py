@@ -212,9 +212,10 @@ class PRMRefresher:
         """``steps`` gradient steps on loop + replay minibatches; None if nothing to learn from.
 
         Afterwards the PRM's scoring path uses the new weights. The log entry (also kept
-        in ``log``): the mean loss, and the Pearson correlation with the simulator's progress
-        of the PRM's scores of the states labelled since the previous refresh (scored when
-        they were labelled, by the PRM of that time).
+        in ``log``): the mean loss and, on the states labelled since the previous refresh
+        (scored when they were labelled, by the PRM of that time), the Pearson correlation
+        of the PRM's scores with the simulator's progress, their mean error (bias) and the
+        spread (std) of the true progress there.
         """
         usable = self._usable()
         n_replay = round(self.cfg.batch_size * self.cfg.replay_fraction) if self.replay else 0
@@ -224,8 +225,9 @@ class PRMRefresher:
         t = time.perf_counter()
         buf = self.buffer
         fresh = buf.rows()[buf.fresh[buf.rows()]]
-        corr = pearson(buf.score[fresh].numpy(), buf.progress[fresh].numpy()) \
-            if len(fresh) > 2 else math.nan
+        score, true = buf.score[fresh], buf.progress[fresh]
+        corr = pearson(score.numpy(), true.numpy()) if len(fresh) > 2 else math.nan
+        bias = float((score - true).mean()) if len(fresh) else math.nan
         buf.fresh[:] = False
         self.net.train()
         losses = []
@@ -254,7 +256,9 @@ class PRMRefresher:
         self.seconds += time.perf_counter() - t
         entry = {"refresh": len(self.log) + 1, "loss": round(float(np.mean(losses)), 4),
                  "loop_states": len(usable),
-                 "pearson_latest": None if math.isnan(corr) else round(corr, 4)}
+                 "pearson_latest": None if math.isnan(corr) else round(corr, 4),
+                 "bias_latest": None if math.isnan(bias) else round(bias, 4),
+                 "true_std_latest": round(float(true.std()), 4) if len(fresh) > 1 else None}
         self.log.append(entry)
         return entry
 
