@@ -103,6 +103,11 @@ def over_seeds(runs: list[dict]) -> dict:
             "env_steps_to_80": int(steps[reached[0]]) if len(reached) else None,
             "train_seconds": round(float(np.mean([r["train_seconds"] for r in runs])), 1),
             "collection_fps": round(float(np.mean([r["collection_fps"] for r in runs])), 1),
+            "collection_fps_per_seed": [r["collection_fps"] for r in runs],
+            # on the states each run labelled: the model's and the distilled potential's
+            # Pearson correlation with the simulator's progress
+            "potential_vs_sim_pearson_per_seed": [
+                (r["reward_timing"] or {}).get("potential_vs_sim_pearson") for r in runs],
             "reward_timing": runs[0]["reward_timing"]}
 
 
@@ -295,6 +300,12 @@ def main() -> None:
         figures = {name: policy_states(task, args.prm or [prm_dir(task, args.quick)],
                                        args.eval_policy, args.stages, args.episodes,
                                        args.noise, args.eval_seed, args.quick)}
+        if args.label:  # an exploratory measurement: beside its runs, results untouched
+            path = bench_root(args.quick) / f"rl_{args.label}" / "policy_states.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(figures, indent=2) + "\n")
+            print(f"results: {path}")
+            return
         write_result("reward_rl", args.quick,
                      merge_sections("reward_rl", args.quick, figures, [name]))
         return
