@@ -69,7 +69,7 @@ from embodied.envs import make_train_env
 from embodied.learners.sb3 import build_model, sb3_policy, wrap_env
 from embodied.rl import OnPolicyRunner, PPOConfig
 from embodied.rl.evaluate import evaluate
-from robots.actions import ACTION_TYPES
+from robots.actions import ENV_ACTION_KINDS
 from sim.adapters.sb3_vec import SB3VecEnv
 
 TARGET = 0.95
@@ -624,14 +624,23 @@ def push_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _earlier_push_spaces(quick: bool) -> dict[str, Any]:
+    """The panda_push rows by action space in the last result file (empty if none)."""
+    path = RESULTS / f"ppo{'.quick' if quick else ''}.json"
+    if not path.exists():
+        return {}
+    return dict((json.loads(path.read_text()).get("panda_push") or {}).get("action_spaces", {}))
+
+
 def panda_push(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
     """Deterministic success after the shipped budget, the task's dense (oracle) reward,
     ``push_seeds`` seeds per action space (the shipped one first); after every training
-    the section so far is merged into the result file."""
+    the section so far is merged into the result file, whose rows of the action spaces
+    not run this time are kept."""
     if skipped := _skipped("panda_push"):
         return skipped
     shipped = str(train_cfg("panda_push").task.action)
-    spaces: dict[str, Any] = {}
+    spaces: dict[str, Any] = _earlier_push_spaces(quick)  # the spaces not rerun stay
 
     def section() -> dict[str, Any]:
         return {"reward": "the task's dense (oracle) reward", "shipped_action": shipped,
@@ -739,7 +748,7 @@ def pick_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     cli = parser(__doc__.splitlines()[0], sections=list(SECTIONS))
-    cli.add_argument("--push-actions", nargs="+", choices=list(ACTION_TYPES), default=None,
+    cli.add_argument("--push-actions", nargs="+", choices=list(ENV_ACTION_KINDS), default=None,
                      help="panda_push: only these action spaces (default: all three)")
     cli.add_argument("--push-seeds", type=int, default=None,
                      help="panda_push: seeds per action space (default: 3)")
