@@ -69,7 +69,7 @@ from embodied.envs import make_train_env
 from embodied.learners.sb3 import build_model, sb3_policy, wrap_env
 from embodied.rl import OnPolicyRunner, PPOConfig
 from embodied.rl.evaluate import evaluate
-from robots.actions import ACTION_TYPES
+from robots.actions import ENV_ACTION_KINDS
 from sim.adapters.sb3_vec import SB3VecEnv
 
 TARGET = 0.95
@@ -85,12 +85,13 @@ FULL = {"seeds": [0, 1, 2], "budget_s": 600.0, "sb3_cap_s": 480.0, "eval_episode
         "eval_every_iterations": 5,
         "hook_budget_s": {"panda_push": 1800.0, "go2_walk": 1800.0}, "hook_eval_episodes": 64,
         "hook_overrides": [], "go2_eval_seconds": 10.0, "raw_seconds": 3.0,
-        "push_seeds": 3, "push_action_spaces": ["ee_delta", "joint_delta", "joint_position"]}
+        "push_seeds": 3,
+        "push_action_spaces": ["ee_delta_yaw_closed", "ee_delta", "joint_delta", "joint_position"]}
 QUICK = {"seeds": [0], "budget_s": 5.0, "sb3_cap_s": 5.0, "eval_episodes": 16,
          "eval_every_iterations": 2,
          "hook_budget_s": {"panda_push": 1.0, "go2_walk": 1.0}, "hook_eval_episodes": 4,
          "hook_overrides": ["num_envs=32"], "go2_eval_seconds": 1.5, "raw_seconds": 0.3,
-         "push_seeds": 1, "push_action_spaces": ["ee_delta"]}
+         "push_seeds": 1, "push_action_spaces": ["ee_delta_yaw_closed"]}
 # panda_pick_place section: seeds, wall-clock cap per training, evaluation episodes and
 # the number of evaluations over a training; quick: a few iterations on 32 envs.
 PICK = {"seeds": 3, "budget_s": 3600.0, "eval_episodes": 64, "evaluations": 20,
@@ -777,8 +778,8 @@ def pick_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     cli = parser(__doc__.splitlines()[0], sections=list(SECTIONS))
-    cli.add_argument("--push-actions", nargs="+", choices=list(ACTION_TYPES), default=None,
-                     help="panda_push: only these action spaces (default: all three)")
+    cli.add_argument("--push-actions", nargs="+", choices=list(ENV_ACTION_KINDS), default=None,
+                     help="panda_push: only these action spaces (default: the full list)")
     cli.add_argument("--push-seeds", type=int, default=None,
                      help="panda_push: seeds per action space (default: 3)")
     add_pick_arguments(cli)

@@ -46,6 +46,8 @@ class JointPositionAction:
         self.upper = torch.tensor(robot.upper, dtype=torch.float64, device=device)
         self.num_joints = len(robot.joints)
         self.num_fingers = len(robot.gripper.joints) if robot.gripper else 0
+        # 1: the last action dimension drives the fingers; 0: they are held closed
+        self.gripper_dim = 1 if self.num_fingers else 0
         self.action_dim = robot.action_dim
         self.ctrl_dim = self.num_joints + self.num_fingers
 
@@ -83,11 +85,12 @@ class JointPositionAction:
         g = self.robot.gripper
         if g is None or not self.num_fingers:
             return q
-        opening = g.lower + 0.5 * (a[:, -1:] + 1.0) * (g.upper - g.lower)
+        command = a[:, -1:] if self.gripper_dim else torch.full_like(a[:, :1], -1.0)
+        opening = g.lower + 0.5 * (command + 1.0) * (g.upper - g.lower)
         return torch.cat([q, opening.expand(-1, self.num_fingers)], dim=1)
 
     def _gripper_action(self, a: torch.Tensor, gripper_open: torch.Tensor | None) -> torch.Tensor:
-        if self.num_fingers:
+        if self.gripper_dim:
             g = gripper_open if gripper_open is not None else torch.ones(a.shape[0], 1)
             a = torch.cat([a, (2.0 * g.reshape(-1, 1).to(a.dtype) - 1.0)], dim=1)
         return a
@@ -161,7 +164,8 @@ class EEDeltaAction(JointDeltaAction):
     to the joint limits. ``bounds`` (low [3], high [3], robot base frame), if given,
     box the commanded tcp: a command into a table does not wind the targets up into
     it. Action layout: ``[dx, dy, dz, (dyaw), gripper]`` (the gripper as in
-    :class:`JointPositionAction`).
+    :class:`JointPositionAction`); with ``closed`` the gripper has no action dimension
+    and is commanded closed (a pusher: ``[dx, dy, dz, (dyaw)]``).
     """
 
     type = "ee_delta"
@@ -174,8 +178,12 @@ class EEDeltaAction(JointDeltaAction):
                  device: torch.device | str = "cpu", control_dt: float | None = None,
                  max_speed: float = 0.5, yaw: bool = False, max_yaw_rate: float = 1.5,
                  damping: float = 0.05, rot_weight: float = 0.3, posture_gain: float = 0.02,
-                 bounds: tuple[Sequence[float], Sequence[float]] | None = None):
+                 bounds: tuple[Sequence[float], Sequence[float]] | None = None,
+                 closed: bool = False):
         super().__init__(robot, num_envs, speed, device, control_dt)
+        self.closed = closed
+        if closed:
+            self.gripper_dim = 0
         self.bounds = None if bounds is None else tuple(
             torch.tensor(b, dtype=self.default.dtype) for b in bounds)
         self.kinematics = SiteKinematics.from_robot(robot, "ee")
@@ -184,7 +192,7 @@ class EEDeltaAction(JointDeltaAction):
         self.max_step = max_speed * self.control_dt
         self.max_yaw_step = max_yaw_rate * self.control_dt
         self.command_dim = 4 if yaw else 3
-        self.action_dim = self.command_dim + (1 if self.num_fingers else 0)
+        self.action_dim = self.command_dim + self.gripper_dim
         self.hand_yaw = self._yaw_at(self.target)
 
     def _yaw_at(self, q: torch.Tensor) -> torch.Tensor:
@@ -258,21 +266,28 @@ class EEDeltaAction(JointDeltaAction):
         return {**super().metadata(), "max_speed": self.max_speed, "yaw": self.yaw,
                 "max_yaw_rate": self.max_yaw_rate, "damping": self.damping,
                 "rot_weight": self.rot_weight, "posture_gain": self.posture_gain,
+                "closed": self.closed,
                 "bounds": None if self.bounds is None else [b.tolist() for b in self.bounds],
                 "site": self.kinematics.site}
 
 
 ACTION_TYPES = ("joint_position", "joint_delta", "ee_delta")
-# What an env's ``action`` setting may name: the types, plus ``ee_delta_yaw`` (an ee_delta
-# mapping with the hand-yaw step, type ``ee_delta`` with ``yaw`` true in its metadata).
+# The spaces a dataset's actions convert between: the types, plus ``ee_delta_yaw`` (an
+# ee_delta mapping with the hand-yaw step, type ``ee_delta`` with ``yaw`` true in its
+# metadata).
 ACTION_KINDS = (*ACTION_TYPES, "ee_delta_yaw")
+# ee_delta mappings whose fingers are held closed (no gripper action dimension; type
+# ``ee_delta`` with ``closed`` true in its metadata): pushing, not grasping.
+CLOSED_KINDS = ("ee_delta_closed", "ee_delta_yaw_closed")
+# What an env's ``action`` setting may name.
+ENV_ACTION_KINDS = (*ACTION_KINDS, *CLOSED_KINDS)
 
 
 def make_action_map(kind: str, robot: RobotSpec, num_envs: int, speed: float = 0.5,
                     device: torch.device | str = "cpu", control_dt: float | None = None,
                     ee_bounds: tuple[Sequence[float], Sequence[float]] | None = None
                     ) -> JointPositionAction:
-    """The action mapping ``kind`` (one of :data:`ACTION_KINDS`) for ``num_envs`` envs.
+    """The action mapping ``kind`` (one of :data:`ENV_ACTION_KINDS`) for ``num_envs`` envs.
 
     It is stepped every ``control_dt`` seconds (None: the robot's own control period);
     ``ee_bounds`` is the (low, high) box [3] of the commanded tcp of ``ee_delta`` (m).
@@ -282,10 +297,11 @@ def make_action_map(kind: str, robot: RobotSpec, num_envs: int, speed: float = 0
         return JointPositionAction(robot, device)
     if kind == "joint_delta":
         return JointDeltaAction(robot, num_envs, speed, device, control_dt)
-    if kind in ("ee_delta", "ee_delta_yaw"):
+    if kind in ("ee_delta", "ee_delta_yaw", *CLOSED_KINDS):
         return EEDeltaAction(robot, num_envs, device=device, control_dt=control_dt,
-                             bounds=ee_bounds, yaw=kind == "ee_delta_yaw")
-    raise ValueError(f"unknown action type '{kind}'; choose one of {ACTION_KINDS}")
+                             bounds=ee_bounds, yaw=kind.startswith("ee_delta_yaw"),
+                             closed=kind in CLOSED_KINDS)
+    raise ValueError(f"unknown action type '{kind}'; choose one of {ENV_ACTION_KINDS}")
 
 
 def action_map_from_metadata(action: dict, robot: RobotSpec, control_dt: float,
@@ -302,4 +318,5 @@ def action_map_from_metadata(action: dict, robot: RobotSpec, control_dt: float,
     settings = {k: action[k] for k in ("max_speed", "max_yaw_rate", "damping", "rot_weight",
                                        "posture_gain", "bounds") if k in action}
     return EEDeltaAction(robot, num_envs, float(action.get("speed", 1.0)), control_dt=control_dt,
-                         yaw=bool(action.get("yaw", False)), **settings)
+                         yaw=bool(action.get("yaw", False)),
+                         closed=bool(action.get("closed", False)), **settings)

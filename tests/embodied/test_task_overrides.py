@@ -17,7 +17,7 @@ from sim.tasks import get_task, task_names
 
 @pytest.mark.parametrize("task", task_names())
 def test_task_yaml_lists_every_term_with_its_default(task):
-    cfg = load_config("train", [f"task={task}"])
+    cfg = load_config("demo", [f"task={task}"])  # the task yaml, no learner's task variant
     listed = OmegaConf.to_container(cfg.task)
     default = dataclasses.asdict(get_task(task).default_config())
     assert listed["rewards"] == default["rewards"]
@@ -54,10 +54,12 @@ def test_an_unknown_term_is_one_error_line(override, message, capsys, tmp_path):
     assert err.startswith(message) and err.count("\n") == 1
 
 
-def test_ppo_on_panda_push_selects_the_ee_delta_task_variant():
+def test_ppo_on_panda_push_selects_the_pusher_task_variant():
     cfg = load_config("train", ["task=panda_push"])
-    assert cfg.task.name == "panda_push" and cfg.task.action == "ee_delta"
+    assert cfg.task.name == "panda_push" and cfg.task.action == "ee_delta_yaw_closed"
     assert cfg.task.decimation == 10 and cfg.task.episode_length_s == 4.0
+    rewards = cfg.task.rewards
+    assert rewards.goal_rest.weight == 1.0 and rewards.push_progress.params.taper == 0.1
     assert cfg.algo.init_noise_std == 0.5 and cfg.num_envs == 512
     assert load_config("train", ["task=panda_push", "task.action=joint_position"]
                        ).task.action == "joint_position"

@@ -137,3 +137,33 @@ def test_env_runs_ee_delta_at_the_task_control_rate():
         assert ((z0 - env.task.ee_pos[:, 2]) > 0.12).all()
     finally:
         env.close()
+
+
+def test_closed_ee_delta_holds_the_fingers_closed_without_a_gripper_action():
+    from embodied.policy_io import policy_mismatches
+    from robots.actions import action_map_from_metadata
+
+    env = make_env("panda_push", num_envs=2, seed=0, action="ee_delta_closed", decimation=10,
+                   episode_length_s=4.0)
+    try:
+        assert env.action_dim == 3 and env.action_map.gripper_dim == 0
+        env.reset(seed=0)
+        assert (env.task.last_action == 0).all()  # no gripper value in a [dx, dy, dz] action
+        assert (env.task.gripper_opening > 0.9).all()  # reset open, as in every variant
+        for _ in range(10):  # a full "up" command: no dimension opens the fingers
+            env.step(torch.tensor([[0.0, 0.0, 1.0]] * 2))
+        assert (env.task.gripper_opening < 0.05).all()
+        meta = {"robot": "panda", "joint_names": env.robot.joint_names,
+                "ros_joint_names": env.robot.ros_joint_names, "action_dim": 3,
+                "action": {**env.action_map.metadata(), "gripper": {}},
+                "control_dt": env.control_dt}
+        assert policy_mismatches(meta, env.robot) == []
+        robot_side = action_map_from_metadata(meta["action"], env.robot, env.control_dt)
+        robot_side.reset(torch.zeros(1, dtype=torch.long), env.task.joint_pos[:1])
+        ctrl = robot_side(torch.tensor([[0.0, 0.0, 1.0]]))
+        g = env.robot.gripper
+        torch.testing.assert_close(ctrl[0, 7:], torch.full((2,), g.lower, dtype=ctrl.dtype))
+    finally:
+        env.close()
+    yaw = make_action_map("ee_delta_yaw_closed", load_robot("panda"), 1)
+    assert yaw.action_dim == 4 and yaw.yaw and yaw.closed

@@ -130,11 +130,25 @@ def _place(env, i: int, tcp, cube, goal_xy) -> None:
     task.clear_cache()
 
 
-def test_lifted_cube_and_hovering_over_the_goal_do_not_score_like_success():
+def _trained_rewards() -> dict:
+    """The reward settings ``embodied train task=panda_push`` trains with (its PPO config's
+    task variant), as a ``task_cfg``."""
+    from omegaconf import OmegaConf
+
+    from embodied.config import load_config
+
+    cfg = load_config("train", ["task=panda_push"])
+    return {"rewards": OmegaConf.to_container(cfg.task.rewards, resolve=True)}
+
+
+@pytest.mark.parametrize("settings", ["task defaults", "trained"])
+def test_lifted_cube_and_hovering_over_the_goal_do_not_score_like_success(settings):
     """The exploits of a staged push reward: a cube carried or held above the goal, and a
     tcp hovering over the goal, earn far less per step than the cube resting in the goal;
-    pushing the cube from behind earns more than hovering over the goal."""
-    env = make_env("panda_push", num_envs=4, seed=0, obs_noise=False)
+    pushing the cube from behind earns more than hovering over the goal. Both with the
+    task's default weights and with those PPO trains with."""
+    task_cfg = _trained_rewards() if settings == "trained" else None
+    env = make_env("panda_push", num_envs=4, seed=0, obs_noise=False, task_cfg=task_cfg)
     try:
         z = TABLE_TOP + HALF
         goal = (0.55, 0.1)

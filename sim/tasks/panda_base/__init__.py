@@ -166,5 +166,6 @@ class PandaTask(Task):
         sim.qpos[rows(env_ids, self.qpos_ids)] = self.default_q + noise
         sim.qpos[rows(env_ids, self.finger_qpos_ids)] = self.gripper.upper
         sim.qvel[rows(env_ids, self.finger_dof_ids)] = 0.0
-        self.last_action[env_ids, -1] = 1.0  # gripper open
+        if self.action_map is None or self.action_map.gripper_dim:
+            self.last_action[env_ids, -1] = 1.0  # gripper open (a held-closed one has no action)
         self.episode_count[env_ids] += 1  # lets experts notice auto-resets

@@ -89,7 +89,7 @@ class ScriptedExpert(ABC):
             want = am.hand_yaw if yaw is None else yaw.to(am.hand_yaw.dtype)
             turn = self.gain * wrap_angle(want - am.hand_yaw) / am.max_yaw_step
             a = torch.cat([a, turn.clamp(-1.0, 1.0)[:, None]], dim=1)
-        if am.num_fingers:
+        if am.gripper_dim:  # (a gripper held closed has no action)
             a = torch.cat([a, 2.0 * gripper_open.reshape(-1, 1).to(a.dtype) - 1.0], dim=1)
         return a
 

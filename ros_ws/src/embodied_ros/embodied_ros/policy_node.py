@@ -256,7 +256,7 @@ class PolicyNode(LifecycleNode):
     def _reset_control(self) -> None:
         g = self.robot.gripper
         self.last_action = np.zeros(self.action_map.action_dim)
-        if g is not None:
+        if g is not None and self.action_map.gripper_dim:
             self.last_action[-1] = 1.0  # gripper open, as at a training reset
         self.target: np.ndarray | None = None  # arm/leg joint targets last sent
         self.finger_target = np.full(len(g.joints), g.upper) if g else np.zeros(0)
@@ -546,7 +546,7 @@ class PolicyNode(LifecycleNode):
         self.action_map.reset(torch.zeros(1, dtype=torch.long),
                               torch.as_tensor(self.state.q)[None])
         self.last_action = np.zeros(self.action_map.action_dim)
-        if self.robot.gripper is not None:
+        if self.robot.gripper is not None and self.action_map.gripper_dim:
             self.last_action[-1] = 1.0
         self._set_mode("policy", reason)
 
