@@ -624,14 +624,48 @@ def push_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _previous_push_rows(quick: bool) -> dict[str, Any]:
+    """The panda_push rows (action space -> row) of the last result file; {} if none.
+
+    A row written before rows carried their own ``date`` gets its section's date.
+    """
+    path = RESULTS / f"ppo{'.quick' if quick else ''}.json"
+    if not path.exists():
+        return {}
+    section = json.loads(path.read_text()).get("panda_push") or {}
+    rows = dict(section.get("action_spaces") or {})
+    for row in rows.values():
+        if "date" not in row and "date" in section:
+            row["date"] = section["date"]
+    return rows
+
+
+def push_row_settings(action: str | None, s: dict[str, Any]) -> dict[str, Any]:
+    """What a panda_push row was trained with: the overrides, PPO settings, task config
+    (action space, rate, horizon, reward weights), wall-clock cap and evaluation size."""
+    overrides = [*s["hook_overrides"], *([f"task.action={action}"] if action else [])]
+    cfg = train_cfg("panda_push", *overrides)
+    return {"overrides": overrides, "num_envs": int(cfg.num_envs),
+            "max_iterations": int(cfg.max_iterations),
+            "algo": OmegaConf.to_container(cfg.algo, resolve=True),
+            "task": OmegaConf.to_container(cfg.task, resolve=True),
+            "budget_s": s["hook_budget_s"]["panda_push"],
+            "eval_episodes": s["hook_eval_episodes"]}
+
+
 def panda_push(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
     """Deterministic success after the shipped budget, the task's dense (oracle) reward,
-    ``push_seeds`` seeds per action space (the shipped one first); after every training
-    the section so far is merged into the result file."""
+    ``push_seeds`` seeds per action space of ``push_action_spaces``.
+
+    Rows are independent: a run replaces only the rows of the action spaces it trains and
+    keeps the others from the last result file; each row records its own ``date`` and
+    ``settings`` (``partial`` while its seeds are not all done). After every training the
+    section so far is merged into the result file.
+    """
     if skipped := _skipped("panda_push"):
         return skipped
     shipped = str(train_cfg("panda_push").task.action)
-    spaces: dict[str, Any] = {}
+    spaces = _previous_push_rows(quick)
 
     def section() -> dict[str, Any]:
         return {"reward": "the task's dense (oracle) reward", "shipped_action": shipped,
@@ -639,10 +673,14 @@ def panda_push(quick: bool, s: dict[str, Any]) -> dict[str, Any]:
                 "action_spaces": spaces}
 
     for action in s["push_action_spaces"]:
+        override = None if action == shipped else action
+        settings = push_row_settings(override, s)
         runs: list[dict[str, Any]] = []
         for seed in range(s["push_seeds"]):
-            runs.append(_push_run(None if action == shipped else action, seed, s))
-            spaces[action] = push_summary(runs)
+            runs.append(_push_run(override, seed, s))
+            spaces[action] = {**push_summary(runs), "settings": settings,
+                              "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                              **({"partial": True} if len(runs) < s["push_seeds"] else {})}
             write_partial(quick, "panda_push", section())  # the seeds so far survive a stop
         print(f"  {action}: {spaces[action]['mean_curve']}", flush=True)
     return section()

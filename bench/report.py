@@ -88,13 +88,16 @@ def ppo(r: dict) -> str:
     push = r.get("panda_push") or {}
     if "action_spaces" in push:
         lines += ["", "| panda_push action space (shipped settings, dense reward) | seeds | "
-                  "mean success against env steps | final | best | training time |",
-                  "| --- | ---: | --- | ---: | ---: | ---: |"]
+                  "mean success against env steps | final | best | training time | load | "
+                  "ran |", "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
         for action, a in push["action_spaces"].items():
             curve = ", ".join(f"{steps / 1e6:.1f}M: {ok:.0%}" for steps, ok in a["mean_curve"])
+            loads = [r["load_avg_mean"] for r in a["runs"] if r.get("load_avg_mean")]
+            load = f"{sum(loads) / len(loads):.1f}" if loads else "-"
             lines.append(f"| {action}{' (shipped)' if action == push['shipped_action'] else ''}"
                          f" | {len(a['seeds'])} | {curve} | {a['mean_final_success']:.0%} | "
-                         f"{a['mean_best_success']:.0%} | {a['mean_train_wall_s']:.0f} s |")
+                         f"{a['mean_best_success']:.0%} | {a['mean_train_wall_s']:.0f} s | "
+                         f"{load} | {a.get('date', push['date'])[:10]} |")
         lines.append("")
     for task in ("panda_push", "go2_walk"):
         t = r.get(task)
@@ -289,14 +292,19 @@ def ros_loop(r: dict) -> str:
         pol = push["policy"]
         lines += ["", f"Push policy (panda_push, {pol['action']} actions at "
                   f"{1 / pol['control_dt']:.0f} Hz, seed {pol['seed']}, "
-                  f"{pol['env_steps'] / 1e6:.1f}M env steps) through `sim_deploy` "
+                  f"{pol['env_steps'] / 1e6:.1f}M env steps"
+                  + (", trained with `task.deploy_limits`: the policy node's target filters "
+                     "in the training env" if pol.get("deploy_limits") else "")
+                  + ") through `sim_deploy` "
                   + "".join(f"with `{k}:={v}` " for k, v in push.get("node_params", {}).items())
                   + "on the "
                   f"same {ros['episodes']} starts (cube pose, goal) as in simulation: "
                   f"success {ros['success_rate']:.0%} through ROS against "
                   f"{sim['training_settings']['success_rate']:.0%} in simulation with the "
                   f"training settings: ratio {push['success_ratio']:.2f} (target >= 0.9); "
-                  f"{sim['nominal_same_starts']['success_rate']:.0%} in simulation with "
+                  + (f"{sim['without_deploy_limits']['success_rate']:.0%} in simulation "
+                     "without the filters; " if "without_deploy_limits" in sim else "")
+                  + f"{sim['nominal_same_starts']['success_rate']:.0%} in simulation with "
                   f"nominal physics and no observation noise from the same starts, the same "
                   f"outcome as through ROS in {push['agreement_with_nominal_sim']:.0%} of the "
                   f"episodes. Control rate "
@@ -549,11 +557,15 @@ INTROS = {
         "contender's process CPU seconds over the same spans as its training clock, the "
         "load column the 1-minute load average at its evaluations. Targets (wall-clock): "
         "rsl_rl's time over ours >= 1.0, SB3 tuned's >= 3.0. The `panda_push` table trains "
-        "the shipped per-task settings (3M env steps, each training capped at 1800 s) for "
-        "each action space listed (ee_delta only so far, rerun on 2026-11-24 with `--only "
-        "panda_push --push-actions ee_delta --push-seeds 3` beside other jobs at a load of "
-        "6-12: the 1800 s cap stopped seed 0 at 2.5M env steps, the mean curve ends at the "
-        "last evaluation all seeds share); it misses its 90% target. The `go2_walk` line "
+        "the shipped per-task settings (3M env steps, each training capped at 1800 s) with "
+        "only `task.action` changed, one row per action space, at the same 20 Hz and 4 s "
+        "episodes. Rows are independent: `--only panda_push --push-actions <space> "
+        "--push-seeds N` replaces only that space's row, and each row records its own "
+        "settings and date (the seeds, load and ran columns). The ee_delta row has 3 "
+        "seeds; the joint_delta and joint_position rows have 1 seed each (seed 0), run "
+        "beside other jobs; where the cap stopped a seed before 3M env steps, the mean "
+        "curve ends at the last evaluation all its seeds share. Every row misses the 90% "
+        "target. The `go2_walk` line "
         "trains the shipped settings within 30 min and meets its target (walks forward "
         "steadily). Sections are rerun with `--only <section>`, which merges them into the "
         "same JSON (each records its date)."),

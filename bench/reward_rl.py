@@ -61,6 +61,7 @@ ARMS = {  # name -> overrides of `embodied train`
     "oracle_dense": ["reward=oracle"],
 }
 ALL_ARMS = tuple(ARMS)
+SHAPED_ARMS = ("prm_shaped", "sim_progress_shaped", "sim_progress_distilled")
 
 
 def plot(task: str, arms: dict, budget: int, path: Path) -> None:
@@ -102,6 +103,11 @@ def over_seeds(runs: list[dict]) -> dict:
             "env_steps_to_80": int(steps[reached[0]]) if len(reached) else None,
             "train_seconds": round(float(np.mean([r["train_seconds"] for r in runs])), 1),
             "collection_fps": round(float(np.mean([r["collection_fps"] for r in runs])), 1),
+            "collection_fps_per_seed": [r["collection_fps"] for r in runs],
+            # on the states each run labelled: the model's and the distilled potential's
+            # Pearson correlation with the simulator's progress
+            "potential_vs_sim_pearson_per_seed": [
+                (r["reward_timing"] or {}).get("potential_vs_sim_pearson") for r in runs],
             "reward_timing": runs[0]["reward_timing"]}
 
 
@@ -270,6 +276,9 @@ def main() -> None:
                    help=f"env steps per arm (default per task: {BUDGETS})")
     p.add_argument("--shaping-scale", type=float, default=None,
                    help="reward.prm_weight of the shaped arms (default: the config's)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="an override of `embodied train` for every arm that shapes with a "
+                        "progress model (repeatable), e.g. reward.loop.refresh.enabled=true")
     p.add_argument("--arm", action="append", choices=list(ARMS), default=None,
                    help="run only these arms (repeatable)")
     p.add_argument("--policy-states", action="store_true",
@@ -291,12 +300,18 @@ def main() -> None:
         figures = {name: policy_states(task, args.prm or [prm_dir(task, args.quick)],
                                        args.eval_policy, args.stages, args.episodes,
                                        args.noise, args.eval_seed, args.quick)}
+        if args.label:  # an exploratory measurement: beside its runs, results untouched
+            path = bench_root(args.quick) / f"rl_{args.label}" / "policy_states.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(figures, indent=2) + "\n")
+            print(f"results: {path}")
+            return
         write_result("reward_rl", args.quick,
                      merge_sections("reward_rl", args.quick, figures, [name]))
         return
-    if args.shaping_scale is not None:
-        for arm in ("prm_shaped", "sim_progress_shaped", "sim_progress_distilled"):
-            ARMS[arm] = [*ARMS[arm], f"reward.prm_weight={args.shaping_scale}"]
+    for arm in SHAPED_ARMS:
+        scale = [] if args.shaping_scale is None else [f"reward.prm_weight={args.shaping_scale}"]
+        ARMS[arm] = [*ARMS[arm], *scale, *args.set]
     if args.arm:
         for arm in set(ARMS) - set(args.arm):
             del ARMS[arm]

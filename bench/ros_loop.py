@@ -48,7 +48,10 @@ start 0 s) and judges the cube after the task's 80 control steps as the task doe
 fails). The commands of every episode are checked against the robot's position,
 velocity and acceleration limits. Also reported: the policy on the batched env without
 noise and randomisation (nominal physics, as the simulated robot runs) from the same
-starts, and in how many episodes its outcome agrees with the one through ROS.
+starts, and in how many episodes its outcome agrees with the one through ROS. A policy
+trained with ``task.deploy_limits`` (the policy node's target filters in the training
+env) is evaluated in simulation with them, its own task settings; its success without
+them is reported beside (``sim.without_deploy_limits``).
 """
 
 from __future__ import annotations
@@ -210,12 +213,16 @@ def push_starts(env: Any, meta: dict) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return starts
 
 
-def _push_env(meta: dict, episodes: int, training_settings: bool) -> Any:
-    """The batched env of the policy's training task config, one env per episode."""
+def _push_env(meta: dict, episodes: int, training_settings: bool,
+              deploy_limits: bool | None = None) -> Any:
+    """The batched env of the policy's training task config, one env per episode
+    (``deploy_limits``: the node's target filters on or off; None: as in training)."""
     task_cfg = OmegaConf.create(meta["training"]["task_config"])
     kwargs = env_kwargs(task_cfg)
     if not training_settings:
         kwargs.update(obs_noise=False, randomization=DomainRandomization(enabled=False))
+    if deploy_limits is not None:
+        kwargs["deploy_limits"] = deploy_limits
     return make_env(str(task_cfg.name), num_envs=episodes, seed=20_000, **kwargs)
 
 
@@ -247,7 +254,9 @@ def from_starts(policy: Callable, env: Any, starts: tuple) -> np.ndarray:
 
 def push_in_simulation(policy_path: Path, episodes: int) -> dict:
     """Success on the batched env with the training settings, the starts they had, and
-    success with nominal physics and no observation noise on those starts."""
+    success with nominal physics and no observation noise on those starts; for a policy
+    trained with ``deploy_limits``, also its success with the training settings but
+    without the node's target filters (the same starts: the filters draw nothing)."""
     policy, meta = load_policy(policy_path)
     env = _push_env(meta, episodes, training_settings=True)
     try:
@@ -261,13 +270,27 @@ def push_in_simulation(policy_path: Path, episodes: int) -> dict:
         nominal = from_starts(policy, env, starts)
     finally:
         env.close()
-    return {"training_settings": {"episodes": result["episodes"],
-                                  "success_rate": result["success_rate"],
-                                  "episode_steps": steps},
-            "nominal_same_starts": {"episodes": len(nominal),
-                                    "success_rate": float(nominal.mean()),
-                                    "per_episode_success": nominal.astype(int).tolist()},
-            "starts": starts}
+    figures = {"training_settings": {"episodes": result["episodes"],
+                                     "success_rate": result["success_rate"],
+                                     "episode_steps": steps},
+               "nominal_same_starts": {"episodes": len(nominal),
+                                       "success_rate": float(nominal.mean()),
+                                       "per_episode_success": nominal.astype(int).tolist()},
+               "starts": starts}
+    if _deploy_limits(meta):
+        env = _push_env(meta, episodes, training_settings=True, deploy_limits=False)
+        try:
+            unfiltered = evaluate(policy, env)
+        finally:
+            env.close()
+        figures["without_deploy_limits"] = {"episodes": unfiltered["episodes"],
+                                            "success_rate": unfiltered["success_rate"]}
+    return figures
+
+
+def _deploy_limits(meta: dict) -> bool:
+    """Whether the policy trained with the node's target filters (``task.deploy_limits``)."""
+    return bool((meta["training"]["task_config"] or {}).get("deploy_limits"))
 
 
 def _cube(msg: PoseStamped) -> np.ndarray:
@@ -386,7 +409,8 @@ def push(policy_path: Path, episodes: int, log_dir: Path,
     training = meta.get("training") or {}
     return {"policy": {"task": meta["task"], "action": meta["action"]["type"],
                        "control_dt": meta["control_dt"], "seed": training.get("seed"),
-                       "env_steps": training.get("env_steps")},
+                       "env_steps": training.get("env_steps"),
+                       "deploy_limits": _deploy_limits(meta)},
             "node_params": node_params or {},
             "success_ros": ros["success_rate"], "success_sim": reference,
             "success_ratio": round(ros["success_rate"] / reference, 3) if reference else None,

@@ -26,6 +26,7 @@ import torch
 from robots import load_robot
 from robots.actions import make_action_map
 from robots.build import robot_mjspec
+from robots.command_filter import DeployFilter, DeploySettings
 from sim.physics import Physics, has_renderer
 from sim.protocol import batch_actions
 from sim.randomization import DomainRandomization
@@ -69,6 +70,11 @@ class EnvConfig:
     # Action space (robots/actions.py): "joint_position" | "joint_delta"; None: the task's own.
     action: str | None = None
     action_speed: float = 0.5  # joint_delta: share of the joint velocity limits per action
+    # Pass the joint targets through the ROS policy node's own target filters each
+    # control step (robots/command_filter.py: joint margin, step and PD-torque bounds,
+    # velocity and acceleration limits), so that training sees what deployment enforces.
+    deploy_limits: bool = False
+    deploy_settings: DeploySettings = field(default_factory=DeploySettings)
     # GPU-parallel engines: "cuda:0", "cpu" (Warp's CPU device); None: a GPU if there is one.
     device: str | None = None
 
@@ -124,6 +130,10 @@ class TaskEnv:
             (cfg.episode_length_s or task.episode_length_s) / self.state.control_dt
         )
         self._ctrl_ids = slice(0, self.action_map.ctrl_dim)  # the robot's actuators come first
+        self._nj = len(self.robot.joints)
+        self._deploy = (DeployFilter(self.robot, cfg.num_envs, self.control_dt,
+                                     cfg.deploy_settings, self.device)
+                        if cfg.deploy_limits else None)
         self._gen = torch.Generator()
         # The seed of the generator's last (re)seeding; drawn from entropy without one.
         self.seed = self._gen.seed() if cfg.seed is None else int(cfg.seed)
@@ -217,6 +227,8 @@ class TaskEnv:
         self.state.ctrl[ids, self._ctrl_ids] = self.action_map.reset(
             ids, self.task.joint_pos[ids])
         self._history[:, ids] = self.task.last_action[ids]
+        if self._deploy is not None:
+            self._deploy.reset(ids, self.task.joint_pos[ids])
         self.physics.forward(ids)
         self.task.clear_cache()
         self.task.after_reset(ids)
@@ -269,7 +281,12 @@ class TaskEnv:
         applied = self._history[(self._head - self._latency) % len(self._history), self._env_ids]
         self._head = (self._head + 1) % len(self._history)
         self.task.apply_action(actions)  # what the policy sent (observed as 'last action')
-        self.state.ctrl[:, self._ctrl_ids] = self.action_map(applied)
+        ctrl = self.action_map(applied)
+        if self._deploy is not None:  # the arm's targets as the ROS policy node sends them
+            arm = self._deploy(ctrl[:, :self._nj], self.task.joint_pos, self.task.joint_vel)
+            ctrl = torch.cat([arm, ctrl[:, self._nj:]], dim=1)  # (a new tensor: the map
+            # may return its own state, which keeps the policy's unfiltered targets)
+        self.state.ctrl[:, self._ctrl_ids] = ctrl
         qpos_before = self.state.qpos.clone()
         finite_before = (torch.isfinite(qpos_before).all(1)
                          & torch.isfinite(self.state.qvel).all(1))

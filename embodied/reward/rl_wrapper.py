@@ -22,6 +22,12 @@ from (``scoring``):
   rollouts. A state model (``sim_progress``) can be distilled the same way: the
   simulator's progress of the labelled envs then takes the place of the reward
   model's scores, which is the control that tells distillation error from model error.
+- ``refresh`` (``reward.loop.refresh``, ``embodied.reward.prm.refresh``): the learned
+  PRM is fine-tuned during RL on the frames the distillation labels (kept with their
+  simulator's progress, or label-free), every ``every`` rollouts at a rollout boundary;
+  the kept states are then scored again by the new PRM and replace the MLP's buffer
+  (older labels of the old PRM are dropped), and the MLP is refitted before it is copied
+  into the potential. The potential still changes only between rollouts.
 - a PRM with temporal context (``start_context``) also reads the views of each env's
   first state: they are rendered at every episode start (of the envs that began an
   episode) and kept, and handed to the model as the cameras ``<camera>@start`` beside
@@ -50,8 +56,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from embodied.config import ConfigError
 from embodied.reward.base import RewardModel
 from embodied.reward.episodic import EpisodeRewardModel
+from embodied.reward.prm.refresh import PRMRefresher, RefreshConfig
 from embodied.reward.shaping import RewardMixer
 from embodied.rl.normalizer import EmpiricalNormalization
 
@@ -108,7 +116,7 @@ class Distiller:
 
     def add(self, obs: torch.Tensor, progress: torch.Tensor) -> None:
         """Store labelled states and fit the MLP ``updates`` steps on the buffer."""
-        with torch.inference_mode(False), torch.enable_grad():
+        with torch.inference_mode(False):
             obs, progress = obs.detach().float().clone(), progress.detach().float().clone()
             n = len(obs)
             idx = (self.head + torch.arange(n)) % self.cfg.buffer_size
@@ -116,7 +124,24 @@ class Distiller:
             self.head = int((self.head + n) % self.cfg.buffer_size)
             self.size = min(self.size + n, self.cfg.buffer_size)
             self.mlp.norm.update(obs)
-            for _ in range(self.cfg.updates):
+        self.fit(self.cfg.updates)
+
+    def replace(self, obs: torch.Tensor, progress: torch.Tensor) -> None:
+        """Make ``obs`` [n, D] with targets ``progress`` [n] the whole buffer (a relabelling).
+
+        The reward model changed: labels it gave earlier no longer hold, so only the
+        states it has scored again stay. The MLP keeps its weights.
+        """
+        n = min(len(obs), self.cfg.buffer_size)
+        self.obs[:n], self.target[:n] = obs[-n:].float(), progress[-n:].float()
+        self.size, self.head = n, n % self.cfg.buffer_size
+
+    def fit(self, steps: int) -> None:
+        """``steps`` gradient steps of the MLP on minibatches of the buffer."""
+        if self.size == 0:
+            return
+        with torch.inference_mode(False), torch.enable_grad():
+            for _ in range(steps):
                 pick = torch.randint(self.size, (min(self.cfg.batch_size, self.size),),
                                      generator=self.gen)
                 loss = (self.mlp(self.obs[pick]) - self.target[pick]).square().mean()
@@ -146,7 +171,7 @@ class RewardEnv:
                  width: int | None = None, height: int | None = None,
                  instruction: str | None = None, distill: DistillConfig | None = None,
                  start_views: bool = True, plane_extent: float | None = None,
-                 seed: int = 0) -> None:
+                 refresh: RefreshConfig | None = None, seed: int = 0) -> None:
         if scoring not in SCORING:
             raise ValueError(f"scoring must be one of {list(SCORING)}, got '{scoring}'")
         if mixer.needs_progress and model is None:
@@ -173,10 +198,21 @@ class RewardEnv:
             env.request_final_frames(self.cameras, self.width, self.height)
         self.start_context = bool(self.frames and start_views
                                   and getattr(model, "start_context", False))
+        self.refresher: PRMRefresher | None = None
+        if refresh is not None and refresh.enabled and self.frames:
+            if self.distiller is None or self.start_context:
+                raise ConfigError("reward.loop.refresh fine-tunes the PRM on the distillation's "
+                                 "labelled states: it needs reward.loop.scoring=distilled and "
+                                 "reward.loop.start_views=false")
+            self.refresher = PRMRefresher(model, refresh, env.obs_dim, self.cameras,
+                                          self.instruction, seed)
+        self._reached = torch.zeros(env.num_envs, dtype=torch.bool)  # success so far, per env
+        self._rollouts = 0
         self.start_frames: torch.Tensor | None = None  # [N, V, H, W, 3] of each env's start
         self._final_start: torch.Tensor | None = None  # the finished envs' starts
         self.gen = torch.Generator().manual_seed(seed)
-        self.timing = {"physics": 0.0, "render": 0.0, "model": 0.0, "distill": 0.0}
+        self.timing = {"physics": 0.0, "render": 0.0, "model": 0.0, "distill": 0.0,
+                       "refresh": 0.0}
         self.frames_scored = 0
         self.steps = 0
         self._t = 0
@@ -208,8 +244,12 @@ class RewardEnv:
             self.start_frames[env_ids] = frames
 
     def _score_frames(self, env_ids: torch.Tensor | None = None,
-                      frames: torch.Tensor | None = None) -> torch.Tensor:
-        final = frames is not None  # terminal frames of the envs that just finished
+                      frames: torch.Tensor | None = None, final: bool = False) -> torch.Tensor:
+        """Progress of ``frames`` (rendered now if None) of ``env_ids`` (all if None).
+
+        ``final``: the frames are terminal frames of envs that just finished (their
+        start views are those of the episode that ended).
+        """
         if frames is None:
             frames = self._render(env_ids)
         cameras = self.cameras
@@ -237,6 +277,12 @@ class RewardEnv:
         ids = torch.randperm(self.env.num_envs, generator=self.gen)[:k].sort().values
         if self.model.requires_state:  # the control: the simulator's progress, distilled
             progress = self._score_state(self._current_state())[ids]
+        elif self.refresher is not None:  # keep the frames for the PRM's refresh
+            frames = self._render(ids)
+            progress = self._score_frames(ids, frames=frames)
+            state = self._current_state()
+            self.refresher.add(obs[ids], frames, state["progress"][ids],
+                               state["success"][ids], progress, ids)
         else:
             progress = self._score_frames(ids)
         self._track("model", progress, ids)
@@ -244,6 +290,28 @@ class RewardEnv:
         self._track("distilled", self.distiller(obs[ids]), ids)
         self.distiller.add(obs[ids], progress)
         self.timing["distill"] += time.perf_counter() - t
+
+    def _episode_outcomes(self, info: Mapping[str, Any]) -> None:
+        """Remember which envs' episodes reached success; tell the refresher which ended."""
+        success = info["success"].bool().cpu()
+        if info.get("diverged") is not None:
+            success = success & ~info["diverged"].bool().cpu()
+        self._reached |= success
+        ids = info.get("done_ids")
+        if ids is not None:
+            self.refresher.end_episodes(ids, self._reached[ids])
+            self._reached[ids] = False
+
+    def _refresh_prm(self) -> None:
+        """Fine-tune the PRM, then relabel the kept states and refit the MLP on them."""
+        t = time.perf_counter()
+        entry = self.refresher.update()
+        if entry is not None:
+            obs, progress = self.refresher.relabel()
+            self.distiller.replace(obs, progress)
+            self.distiller.fit(self.distiller.cfg.updates * 8)
+            entry["env_steps"] = self.steps * self.env.num_envs
+        self.timing["refresh"] += time.perf_counter() - t
 
     def _track(self, key: str, progress: torch.Tensor, ids: torch.Tensor | None) -> None:
         """Remember (model progress, simulator progress) pairs, if the env has a task."""
@@ -303,10 +371,15 @@ class RewardEnv:
                 # a new rollout: the potential takes the MLP's latest fit, and phi(s) of
                 # its first transition is recomputed by it, so phi(s) and phi(s') of every
                 # transition come from one function
+                self._rollouts += 1
+                if self.refresher is not None and self._rollouts % self.refresher.cfg.every == 0:
+                    self._refresh_prm()
                 self.distiller.refresh()
                 self.mixer.shaping.phi = self._distilled(self._prev_obs)
             if self.start_context and info.get("done_ids") is not None:
                 self._new_starts(info["done_ids"])
+            if self.refresher is not None:
+                self._episode_outcomes(info)
             phi_obs, phi_final = self._potentials(obs, info)
             self.phi = phi_obs
         self._prev_obs = obs
@@ -338,7 +411,7 @@ class RewardEnv:
         final = None
         if ids is not None and self.episodic:  # end those episodes before the new first frames
             final = self.phi.clone()
-            final[ids] = self._score_frames(ids, frames=info["final_frames"])
+            final[ids] = self._score_frames(ids, frames=info["final_frames"], final=True)
             self.model.end_episodes(ids)
         if self._t % self.every == 0:
             phi = self._score_frames()
@@ -349,7 +422,7 @@ class RewardEnv:
                 phi[ids] = self._score_frames(ids)
         if ids is not None and not self.episodic:
             final = phi.clone()
-            final[ids] = self._score_frames(frames=info["final_frames"])
+            final[ids] = self._score_frames(frames=info["final_frames"], final=True)
         return phi, final
 
     def timing_summary(self) -> dict[str, Any]:
@@ -380,6 +453,11 @@ class RewardEnv:
                                "terminal_potential": self.mixer.shaping.terminal_potential}
         if self.distiller is not None:
             out["potential_refresh_every"] = self.distiller.cfg.refresh_every
+        if self.refresher is not None:
+            cfg = self.refresher.cfg
+            out["prm_refresh"] = {"every_rollouts": cfg.every, "steps": cfg.steps,
+                                  "labels": cfg.labels, "replay_fraction": cfg.replay_fraction,
+                                  "buffer_size": cfg.buffer_size, "log": self.refresher.log}
         return out
 
     def potential_quality(self) -> dict[str, float | None]:
@@ -434,4 +512,5 @@ def wrap_reward(env: Any, reward_cfg: Mapping[str, Any], gamma: float, seed: int
         model = make_reward_model(model_cfg)
     loop = dict(reward_cfg.get("loop") or {})
     distill = DistillConfig(**loop.pop("distill", None) or {})
-    return RewardEnv(env, mixer, model, distill=distill, seed=seed, **loop)
+    refresh = RefreshConfig(**loop.pop("refresh", None) or {})
+    return RewardEnv(env, mixer, model, distill=distill, refresh=refresh, seed=seed, **loop)

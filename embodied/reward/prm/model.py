@@ -85,6 +85,14 @@ class LearnedPRM(RewardModel):
         self._present = present
         return out
 
+    def weights_changed(self) -> None:
+        """Rebuild the scoring path after ``net``'s weights changed (an online refresh).
+
+        The fast path keeps its own folded copy of the convolutions, so scores keep
+        coming from the old weights until this is called.
+        """
+        self.predict = make_scorer(self.net)
+
     @torch.inference_mode()
     def _score(self, frames: torch.Tensor | None, instructions: list[str],
                state: Mapping[str, Any] | None) -> RewardOutput:

@@ -109,6 +109,21 @@ def instructions(instruction: str, others: list[str], near: list[str], n: int,
     return texts, negative
 
 
+def prm_loss(model: torch.nn.Module, frames: torch.Tensor, texts: list[str],
+             target_p: torch.Tensor, target_s: torch.Tensor, present: torch.Tensor | None,
+             success_weight: float = 1.0) -> torch.Tensor:
+    """The PRM's training loss on one minibatch (a scalar with gradient).
+
+    Cross-entropy of the progress logits against the two-hot targets of ``target_p`` [B]
+    plus ``success_weight`` x the binary cross-entropy of the success logit against
+    ``target_s`` [B] (floats in [0, 1]).
+    """
+    logits, success = model(frames, texts, present)
+    bins = logits.shape[-1]
+    loss_p = -(two_hot(target_p, bins).to(logits) * logits.log_softmax(-1)).sum(-1).mean()
+    return loss_p + success_weight * F.binary_cross_entropy_with_logits(success, target_s)
+
+
 def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
               log: bool = True) -> tuple[MultiViewPRM, dict[str, Any]]:
     """Train a PRM on the ``train`` episodes of ``data``; returns it and training stats."""
@@ -166,10 +181,7 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
             start_present = view_dropout_mask(len(batch), len(data.cameras),
                                               model_cfg.view_dropout, gen) & keep[:, None]
             present = torch.cat([present, start_present], dim=1)
-        logits, success = model(frames, texts, present)
-        loss_p = -(two_hot(target_p, model_cfg.num_bins) * logits.log_softmax(-1)).sum(-1).mean()
-        loss_s = F.binary_cross_entropy_with_logits(success, target_s)
-        loss = loss_p + cfg.success_weight * loss_s
+        loss = prm_loss(model, frames, texts, target_p, target_s, present, cfg.success_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)

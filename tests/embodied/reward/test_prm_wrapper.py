@@ -88,7 +88,7 @@ def test_direct_rewards_match_scoring_by_hand(prm):
         assert seen_done
         t = wrapped.timing_summary()
         assert t["frames_scored"] > 0 and t["scoring"] == "direct"
-        assert set(t["seconds"]) == {"physics", "render", "model", "distill"}
+        assert set(t["seconds"]) == {"physics", "render", "model", "distill", "refresh"}
     finally:
         wrapped.close()
 

@@ -3,7 +3,9 @@
 Policy and soft-start targets pass :func:`clamp_targets` (joint limits with a margin, a
 largest change per control step, a torque estimate from the robot's PD gains); then
 every published target, safe commands included, passes :class:`CommandLimiter` (the
-robot's velocity and acceleration limits), last. :class:`Watchdog` decides by time when
+robot's velocity and acceleration limits), last. The math of both filters lives in
+:mod:`robots.command_filter`, which the simulated env applies with ``deploy_limits``
+(training sees what deployment enforces). :class:`Watchdog` decides by time when
 state is too old, :func:`soft_start_targets` ramps to the default pose,
 :class:`LoopStats` keeps the control-loop timing.
 """
@@ -16,49 +18,53 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from robots import RobotSpec
+from robots.command_filter import DeploySettings, TargetBounds, limit_command, stopping_speed
+from robots.command_filter import clamp_targets as shared_clamp_targets
 
 
 @dataclass(frozen=True)
 class TargetLimits:
-    """Per-joint bounds on position targets (robot.yaml order; arm/leg joints only)."""
+    """Per-joint bounds on position targets (robot.yaml order; arm/leg joints only).
 
-    lower: np.ndarray
-    upper: np.ndarray
-    kp: np.ndarray
-    kd: np.ndarray
-    max_torque: np.ndarray
-    max_step: float
+    A numpy view of :class:`robots.command_filter.TargetBounds`, the bounds the
+    simulated env applies with ``deploy_limits`` too.
+    """
+
+    bounds: TargetBounds
 
     @classmethod
     def from_robot(cls, robot: RobotSpec, margin: float, max_step: float,
                    torque_scale: float) -> TargetLimits:
         """Limits of ``robot`` shrunk by ``margin``; torque bound ``torque_scale x effort``."""
-        lower, upper = robot.lower + margin, robot.upper - margin
-        if np.any(lower >= upper):
-            raise ValueError(f"joint_limit_margin {margin} leaves no range for a joint of "
-                             f"'{robot.name}'; use a smaller margin")
-        if max_step <= 0 or torque_scale <= 0:
-            raise ValueError("max_target_step and torque_limit_scale must be > 0")
-        return cls(lower, upper, robot.kp, robot.kd, torque_scale * robot.effort, max_step)
+        return cls(TargetBounds.from_robot(robot, DeploySettings(margin, max_step,
+                                                                 torque_scale)))
+
+    @property
+    def lower(self) -> np.ndarray:
+        """Lowest allowed target [nj] (the position limit plus the margin)."""
+        return self.bounds.lower.numpy()
+
+    @property
+    def upper(self) -> np.ndarray:
+        """Highest allowed target [nj] (the position limit minus the margin)."""
+        return self.bounds.upper.numpy()
 
 
 def clamp_targets(target: np.ndarray, previous: np.ndarray | None, q: np.ndarray,
                   qd: np.ndarray, limits: TargetLimits) -> np.ndarray:
     """``target`` [nj] made safe: limits, per-step change from ``previous``, torque.
 
-    The torque bound keeps the PD law's estimate ``kp (target - q) - kd qd`` within
-    ``limits.max_torque`` at the measured ``q``, ``qd``; the joint limits win over it
-    (a target is never outside them).
+    :func:`robots.command_filter.clamp_targets` on one row: the torque bound keeps the
+    PD law's estimate ``kp (target - q) - kd qd`` within the scaled effort at the
+    measured ``q``, ``qd``; the joint limits win over it.
     """
-    out = np.clip(target, limits.lower, limits.upper)
-    if previous is not None:
-        out = np.clip(out, previous - limits.max_step, previous + limits.max_step)
-    low = q + (limits.kd * qd - limits.max_torque) / limits.kp
-    high = q + (limits.kd * qd + limits.max_torque) / limits.kp
-    out = np.clip(out, low, high)
-    return np.clip(out, limits.lower, limits.upper)
+    row = lambda a: torch.as_tensor(a, dtype=torch.float64)[None]  # noqa: E731
+    out = shared_clamp_targets(row(target), None if previous is None else row(previous),
+                               row(q), row(qd), limits.bounds)
+    return out[0].numpy()
 
 
 def soft_start_targets(start: np.ndarray, default: np.ndarray, elapsed: float,
@@ -171,34 +177,25 @@ class CommandLimiter:
     def stopping_speed(self, distance: np.ndarray) -> np.ndarray:
         """Largest speed from which the joints stop within ``distance`` (>= 0).
 
-        Each step is ``acceleration * dt`` slower than the one before.
+        Each step is ``acceleration * dt`` slower than the one before
+        (:func:`robots.command_filter.stopping_speed`).
         """
-        # From speed v = (n + f) a dt (0 <= f < 1) the steps travel (n + 1) dt (v - n a dt / 2):
-        # n is the largest integer with n (n + 1) a dt^2 / 2 <= distance.
-        finite = np.isfinite(self.acc)
-        dv = np.where(finite, self.acc, 1.0) * self.dt
-        distance = np.maximum(distance, 0.0)
-        n = np.floor(0.5 * (np.sqrt(1.0 + 8.0 * distance / (dv * self.dt)) - 1.0))
-        return np.where(finite, distance / ((n + 1) * self.dt) + 0.5 * n * dv, math.inf)
+        return stopping_speed(torch.as_tensor(distance, dtype=torch.float64),
+                              torch.as_tensor(self.acc, dtype=torch.float64), self.dt).numpy()
 
     def __call__(self, target: np.ndarray) -> np.ndarray:
-        """``target`` limited; remembered as the previous target of the next call."""
+        """``target`` limited; remembered as the previous target of the next call.
+
+        :func:`robots.command_filter.limit_command` on one row.
+        """
         if self.last is None:
             raise RuntimeError("CommandLimiter.reset(q) must be called before the first target")
-        delta = target - self.last
-        speed = np.minimum(np.abs(delta) / self.dt, self.stopping_speed(np.abs(delta)))
-        v = np.sign(delta) * speed
-        dv = self.acc * self.dt
-        v = np.clip(v, self.velocity - dv, self.velocity + dv)
-        v = np.clip(v, -self.vmax, self.vmax)
-        v = np.clip(v, -self.stopping_speed(self.last - self.lower),
-                    self.stopping_speed(self.upper - self.last))
-        # a target within every bound is sent as is (bit for bit: a held pose stays still)
-        out = np.where(v == delta / self.dt, target, self.last + v * self.dt)
-        out = np.clip(out, self.lower, self.upper)
-        self.velocity = (out - self.last) / self.dt
-        self.last = out
-        return out
+        t = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+        out, velocity = limit_command(t(target)[None], t(self.last)[None],
+                                      t(self.velocity)[None], t(self.lower), t(self.upper),
+                                      t(self.vmax), t(self.acc), self.dt)
+        self.last, self.velocity = out[0].numpy(), velocity[0].numpy()
+        return self.last
 
 
 def limit_shares(stamps: np.ndarray, targets: np.ndarray, robot: RobotSpec,

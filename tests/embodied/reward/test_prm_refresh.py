@@ -1,0 +1,179 @@
+"""Online refresh of the PRM during RL: what it learns from, when it swaps, what it relabels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from embodied.config import ConfigError
+from embodied.reward import RewardMixer, make_reward_model
+from embodied.reward.prm.checkpoint import save_prm
+from embodied.reward.prm.data import FrameDataset, save_frames
+from embodied.reward.prm.network import MultiViewPRM, PRMConfig
+from embodied.reward.prm.refresh import LoopBuffer, PRMRefresher, RefreshConfig
+from embodied.reward.rl_wrapper import DistillConfig, RewardEnv, wrap_reward
+from sim import make_env
+
+INSTRUCTION = "move the gripper to the red ball"
+
+
+def new_prm(folder, data: str | None = None):
+    """A real (untrained) 32x32 PRM checkpoint; ``data``: its training data folder."""
+    torch.manual_seed(0)
+    net = MultiViewPRM(PRMConfig(image_size=32, text="learned", dim=32))
+    info = {"instruction": INSTRUCTION} | ({"data": data} if data else {})
+    path = save_prm(folder / "prm.pt", net, info)
+    return make_reward_model({"name": "prm", "checkpoint": str(path)})
+
+
+def random_frames(n: int, seed: int = 0) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, (n, 3, 32, 32, 3), generator=gen, dtype=torch.uint8)
+
+
+def filled(prm, cfg: RefreshConfig, n: int = 32, progress: float = 1.0) -> PRMRefresher:
+    """A refresher whose buffer holds ``n`` random states labelled ``progress``."""
+    ref = PRMRefresher(prm, cfg, obs_dim=4, cameras=["front", "side", "wrist"],
+                       instruction=INSTRUCTION)
+    ref.add(torch.randn(n, 4), random_frames(n), torch.full((n,), progress),
+            torch.zeros(n, dtype=torch.bool), torch.zeros(n), torch.arange(n) % 4)
+    return ref
+
+
+def mean_score(prm, frames: torch.Tensor) -> float:
+    return float(prm.score(frames, INSTRUCTION, cameras=["front", "side", "wrist"])
+                 .progress.mean())
+
+
+def test_loop_buffer_keeps_the_newest_and_records_outcomes():
+    buf = LoopBuffer(4, obs_dim=1)
+    for i in range(3):  # 6 states of envs 0 and 1, two per add
+        buf.add(torch.tensor([[2.0 * i], [2.0 * i + 1]]), random_frames(2, i)[:, :1],
+                torch.zeros(2), torch.zeros(2, dtype=torch.bool), torch.zeros(2),
+                torch.tensor([0, 1]))
+    assert len(buf) == 4 and buf.obs[buf.rows()].flatten().tolist() == [2, 3, 4, 5]
+    buf.end_episodes(torch.tensor([1]), torch.tensor([True]))
+    assert buf.outcome[buf.rows()].tolist() == [-1, 1, -1, 1]
+    buf.add(torch.tensor([[6.0]]), random_frames(1)[:, :1], torch.zeros(1),
+            torch.zeros(1, dtype=torch.bool), torch.zeros(1), torch.tensor([1]))
+    buf.end_episodes(torch.tensor([0, 1]), torch.tensor([False, False]))
+    # env 1's earlier episode keeps its outcome; its new one and env 0's are failures
+    assert buf.outcome[buf.rows()].tolist() == [1, 0, 1, 0]
+
+
+def test_sim_labels_pull_the_prm_to_the_simulators_progress(tmp_path):
+    prm = new_prm(tmp_path)
+    probe = random_frames(32)
+    before = mean_score(prm, probe)
+    ref = filled(prm, RefreshConfig(enabled=True, steps=40, batch_size=16, replay_fraction=0,
+                                    learning_rate=1e-3), progress=1.0)
+    entry = ref.update()
+    assert entry["refresh"] == 1 and entry["loop_states"] == 32
+    after = mean_score(prm, probe)
+    assert before < 0.7 and after > before + 0.25
+    # the scoring path reads the new weights: the same numbers as the network itself
+    direct = prm.net.predict(probe, [INSTRUCTION] * 32)[0]
+    scored = prm.score(probe, INSTRUCTION, cameras=["front", "side", "wrist"]).progress
+    assert torch.allclose(direct, scored, atol=1e-4)
+    obs, relabelled = ref.relabel()
+    assert torch.equal(obs, ref.buffer.obs[:32])
+    assert torch.allclose(relabelled, scored, atol=1e-4)
+
+
+def test_pushdown_reads_no_progress_label(tmp_path):
+    prm = new_prm(tmp_path)
+    probe = random_frames(32)
+    before = mean_score(prm, probe)
+    cfg = RefreshConfig(enabled=True, steps=40, batch_size=16, replay_fraction=0,
+                        learning_rate=1e-3, labels="pushdown", push=0.8)
+    ref = filled(prm, cfg, progress=1.0)  # a progress label it must not read
+    assert ref.update() is None  # no episode has ended yet: nothing to push down
+    ref.end_episodes(torch.arange(4), torch.zeros(4, dtype=torch.bool))
+    ref.update()
+    assert mean_score(prm, probe) < before - 0.1
+
+
+def test_replay_mixes_the_prms_own_training_data(tmp_path):
+    n = 12
+    data = FrameDataset(random_frames(n, 1).numpy(), np.repeat([0, 1], 6).astype(np.int32),
+                        np.tile(np.arange(6), 2).astype(np.int32), np.zeros(n, np.float32),
+                        np.zeros(n, bool),
+                        {"instruction": INSTRUCTION, "cameras": ["front", "side", "wrist"],
+                         "counterfactual_instructions": ["open the top drawer"],
+                         "episodes": [{"index": i, "split": "train", "kind": "expert",
+                                       "start": 6 * i, "length": 6} for i in range(2)]})
+    data.meta |= {"format": "embodied-prm-frames", "version": 1}
+    folder = save_frames(data, tmp_path / "data")
+    prm = new_prm(tmp_path, data=str(folder))
+    probe = random_frames(32)
+    # loop states labelled 1, replayed states labelled 0: half of each batch pulls down
+    cfg = RefreshConfig(enabled=True, steps=40, batch_size=16, learning_rate=1e-3)
+    only_loop = filled(new_prm(tmp_path / "b"), RefreshConfig(
+        enabled=True, steps=40, batch_size=16, learning_rate=1e-3, replay_fraction=0))
+    only_loop.update()
+    mixed = filled(prm, cfg)
+    mixed.update()
+    assert mean_score(prm, probe) < mean_score(only_loop.model, probe) - 0.1
+    missing = new_prm(tmp_path / "c", data=str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="replay_fraction=0"):
+        PRMRefresher(missing, cfg, 4, ["front", "side", "wrist"], INSTRUCTION)
+
+
+def test_refresh_in_the_loop_swaps_the_prm_between_rollouts_only(tmp_path):
+    prm = new_prm(tmp_path)
+    env = make_env("panda_reach", num_envs=4, seed=0, episode_length_s=0.1)
+    distill = DistillConfig(label_envs=2, label_every=1, hidden=[16], updates=2, batch_size=8,
+                            buffer_size=64, refresh_every=3)
+    refresh = RefreshConfig(enabled=True, every=1, steps=2, batch_size=4, replay_fraction=0,
+                            learning_rate=1e-2)
+    wrapped = RewardEnv(env, RewardMixer("prm+sparse", gamma=0.9), prm, scoring="distilled",
+                        width=32, height=32, distill=distill, refresh=refresh,
+                        start_views=False)
+    probe = random_frames(2, 7)
+    try:
+        obs = wrapped.reset()
+        seen = [mean_score(prm, probe)]
+        potential = [wrapped.distiller(obs)]
+        for _ in range(7):
+            wrapped.step(torch.zeros(4, env.action_dim))
+            seen.append(mean_score(prm, probe))
+            potential.append(wrapped.distiller(obs))
+        # rollouts of 3 env steps: the PRM and the potential change at steps 4 and 7 only
+        assert [t for t in range(1, 8) if seen[t] != seen[t - 1]] == [4, 7]
+        assert [t for t in range(1, 8) if not torch.equal(potential[t], potential[t - 1])] \
+            == [4, 7]
+        # after a refresh the MLP's buffer is the kept states, relabelled by the new PRM
+        ref = wrapped.refresher
+        kept_obs, labels = ref.relabel()
+        d = wrapped.distiller
+        # 2 envs labelled at the reset and at each of the 7 steps; the last refresh came
+        # before step 7's labels, which the new PRM gave
+        assert len(ref.buffer) == 2 * 8 and d.size == 2 * 8
+        assert torch.equal(d.obs[:d.size], kept_obs)
+        assert torch.allclose(d.target[:d.size], labels, atol=1e-5)
+        log = wrapped.timing_summary()["shaping"]["prm_refresh"]["log"]
+        assert [e["refresh"] for e in log] == [1, 2] and log[0]["loop_states"] == 2 * 4
+    finally:
+        wrapped.close()
+
+
+def test_refresh_settings_are_checked(tmp_path):
+    with pytest.raises(ConfigError, match="pushdown"):
+        RefreshConfig(labels="none")
+    env = make_env("panda_reach", num_envs=2, seed=0)
+    try:
+        prm = new_prm(tmp_path)
+        cfg = {"mode": "prm+sparse", "model": {"name": "prm", "checkpoint": str(
+            tmp_path / "prm.pt")}, "loop": {"scoring": "direct", "refresh": {"enabled": True}}}
+        with pytest.raises(ConfigError, match="scoring=distilled"):
+            wrap_reward(env, cfg, gamma=0.9)
+        with pytest.raises(ConfigError, match="cameras=null"):
+            PRMRefresher(prm, RefreshConfig(replay_fraction=0), 4, ["front"], INSTRUCTION)
+        # the simulator's progress needs no refresh: the switch leaves it alone
+        state = wrap_reward(env, {"mode": "prm+sparse", "model": {"name": "sim_progress"},
+                                  "loop": {"scoring": "distilled",
+                                           "refresh": {"enabled": True}}}, gamma=0.9)
+        assert state.refresher is None
+    finally:
+        env.close()
