@@ -11,11 +11,13 @@ them) and command the tcp proportionally:
 
 and on a mixed-quality ``panda_push`` dataset collected here (250 episodes: the scripted
 expert at noise 0.1 (two fifths), 0.3 and 0.6, and random-action failures; the front
-camera at 64x64), BC, RA-BC (progress-gain weights of the oracle labels) and:
+cameras at 64x64), BC, RA-BC (progress-gain weights of the oracle labels) and:
 
 - labelling throughput (frames/s, video decoding included) of the simulator-progress
-  oracle and of the learned multi-view PRM (``embodied reward train task=panda_push``;
-  pass ``--prm`` or the newest trained one is used, else one is trained first);
+  oracle and of the learned multi-view PRM (``embodied reward train task=panda_push``
+  with ``PRM_RECIPE``; pass ``--prm`` or the newest trained one is used, else one is
+  trained first), and the Pearson and Spearman correlation of the PRM's progress with
+  the simulator's on the dataset's own frames;
 - success in simulation of IQL on the PRM's labels, IQL on the true (simulator
   progress) labels, both ``prm+sparse`` shaped, and BC on the same frames;
 - IQL gradient steps/s of this implementation against d3rlpy's IQL on the same
@@ -23,7 +25,7 @@ camera at 64x64), BC, RA-BC (progress-gain weights of the oracle labels) and:
   names the Python of an environment with d3rlpy installed.
 
 Usage: ``python bench/offline.py [--quick] [--seeds N] [--parts clean pick mixed]
-[--prm PATH] [--d3rlpy-python PATH]``. A run of some ``--parts`` replaces those parts
+[--prm PATH] [--prm2 PATH] [--d3rlpy-python PATH]``. A run of some ``--parts`` replaces those parts
 in the results file and keeps the others (``part_dates`` says when each was measured).
 """
 
@@ -58,7 +60,11 @@ ACTIONS = "task.action=ee_delta_yaw"  # the experts succeed in it; the hand turn
 CHUNK = 10
 LEARNER = (f"algo.chunk={CHUNK}", "algo.ignore_obs=[last_action]")
 IQL_BETA = 0.5  # advantage temperature of IQL's policy extraction on this data
-CAMERAS = "cameras=[front]"  # one view: rendering is what collection costs; the PRM takes any
+CAMERAS = "cameras=[front,side,wrist]"  # the task's three views, all of which the PRM reads
+# How a PRM for the labels is trained when none is given: the dataset's action space (its
+# noisy and random episodes visit the states the dataset's do), plain frames (as recorded),
+# twice the default episodes.
+PRM_RECIPE = (ACTIONS, "visual=none", "data.episodes=320")
 
 D3RLPY = r"""
 import json, sys, time
@@ -125,7 +131,7 @@ def find_prm(args, quick: bool) -> tuple[str | None, str]:
     run = OUT / "panda_push" / ("quick" if quick else "full")
     extra = ["data.episodes=32", "train.epochs=1"] if quick else []
     cmd = [sys.executable, "-m", "embodied.cli", "reward", "train", "task=panda_push",
-           f"run_dir={run}", *extra]
+           *PRM_RECIPE, f"run_dir={run}", *extra]
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
@@ -141,6 +147,33 @@ def label(dataset: Path, out: Path, *overrides: str) -> dict:
     summary["seconds"] = time.perf_counter() - start
     summary["end_to_end_frames_per_s"] = summary["frames"] / summary["seconds"]
     return summary
+
+
+def progress_agreement(oracle: Path, model: Path) -> dict:
+    """Pearson and Spearman of a model's ``progress`` column with the oracle's, every frame."""
+    from scipy.stats import pearsonr, spearmanr
+
+    def column(root: Path) -> np.ndarray:
+        ds = LeRobotDataset(root)
+        return np.concatenate([ds.episode_data(i, ["progress"])["progress"].reshape(-1)
+                               for i in range(ds.num_episodes)])
+
+    true, pred = column(oracle), column(model)
+    return {"pearson": float(pearsonr(true, pred)[0]),
+            "spearman": float(spearmanr(true, pred)[0]), "frames": len(true)}
+
+
+def prm_quality(checkpoint: str | None) -> dict | None:
+    """The PRM run's own held-out metrics (metrics.json beside prm.pt), if any."""
+    if checkpoint is None:
+        return None
+    path = Path(checkpoint)
+    metrics = (path if path.is_dir() else path.parent) / "metrics.json"
+    if not metrics.exists():
+        return None
+    m = json.loads(metrics.read_text())
+    return {k: m.get(k) for k in ("progress_pearson", "progress_spearman", "success_f1",
+                                  "voc", "pairwise_accuracy", "states")}
 
 
 def train(dataset: Path, run: Path, algo: str, steps: int, episodes: int,
@@ -186,6 +219,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smoke run (< 1 minute of "
                         "training; small dataset)")
     parser.add_argument("--prm", help="a panda_push PRM run folder or prm.pt")
+    parser.add_argument("--prm2", help="a second panda_push PRM of the same recipe (another "
+                        "seed): IQL on its labels as well")
     parser.add_argument("--d3rlpy-python", help="the Python of an environment with d3rlpy")
     parser.add_argument("--no-prm", action="store_true", help="no PRM labels (never train "
                         "one): BC, RA-BC and IQL on the true labels only")
@@ -271,6 +306,11 @@ def mixed(args: argparse.Namespace, root: Path, quick: bool, episodes: int, step
                                     eval_eps, seeds)
         results["iql_prm"] = train(root / "prm", root / "runs/iql_prm", "iql", steps, eval_eps,
                                    seeds)
+    prm2 = None
+    if args.prm2:
+        prm2 = label(root / "data", root / "prm2", "reward=prm", f"reward.checkpoint={args.prm2}")
+        results["iql_prm2"] = train(root / "prm2", root / "runs/iql_prm2", "iql", steps,
+                                    eval_eps, seeds)
 
     data = load_transitions(root / "oracle")
     speed_steps = 50 if quick else 500
@@ -296,6 +336,12 @@ def mixed(args: argparse.Namespace, root: Path, quick: bool, episodes: int, step
             "prm_checkpoint": prm_path, "prm_source": prm_note,
             "prm_final_progress_success": prm and prm["mean_final_progress_success"],
             "prm_final_progress_failure": prm and prm["mean_final_progress_failure"],
+            "prm_held_out": prm_quality(prm_path),
+            "prm_on_dataset": progress_agreement(root / "oracle", root / "prm") if prm else None,
+            "prm2_checkpoint": args.prm2,
+            "prm2_held_out": prm_quality(args.prm2),
+            "prm2_on_dataset": progress_agreement(root / "oracle", root / "prm2")
+            if prm2 else None,
         },
         "offline": results,
         "iql_prm_over_iql_true": (prm_ok / true_ok) if prm_ok is not None and true_ok else None,
@@ -308,6 +354,10 @@ def mixed(args: argparse.Namespace, root: Path, quick: bool, episodes: int, step
         if "steps_per_s" in peer else None,
         "iql_true_over_bc": true_ok / results["bc"]["success_rate"]
         if results["bc"]["success_rate"] else None,
+        **{f"{key}_over_bc": results[key]["success_rate"] / results["bc"]["success_rate"]
+           for key in ("iql_prm", "iql_prm2") if key in results and results["bc"]["success_rate"]},
+        "iql_prm2_over_iql_true": results["iql_prm2"]["success_rate"] / true_ok
+        if "iql_prm2" in results and true_ok else None,
         "rabc_minus_bc": results["rabc"]["success_rate"] - results["bc"]["success_rate"],
     }
 

@@ -435,7 +435,9 @@ def offline(r: dict) -> str:
             ("bc", "BC", "", ""), ("rabc", "RA-BC", ", simulator progress", "> BC"),
             ("iql_true", "IQL", ", simulator progress", ">= 1.5x BC"),
             ("rabc_prm", "RA-BC", ", learned PRM", "> BC"),
-            ("iql_prm", "IQL", ", learned PRM", ">= 1.5x BC, >= 0.8x IQL (true)")):
+            ("iql_prm", "IQL", ", learned PRM", ">= 1.5x BC, >= 0.8x IQL (true)"),
+            ("iql_prm2", "IQL", ", second PRM (same recipe, seed 1)",
+             ">= 1.5x BC, >= 0.8x IQL (true)")):
         if key in runs:
             o = runs[key]
             train_s = fmean([x["train_seconds"] for x in o["per_seed"]]) \
@@ -458,12 +460,19 @@ def offline(r: dict) -> str:
             lines[-1] += (f" The PRM's final-frame progress: "
                           f"{lab['prm_final_progress_success']:.2f} in successful episodes, "
                           f"{lab['prm_final_progress_failure']:.2f} in failed ones.")
+        for key, name in (("prm", "The PRM"), ("prm2", "The second PRM")):
+            held, own = lab.get(f"{key}_held_out"), lab.get(f"{key}_on_dataset")
+            if held and own:
+                lines[-1] += (f" {name}'s Pearson with the simulator's progress: "
+                              f"{held['progress_pearson']:.2f} on its held-out episodes, "
+                              f"{own['pearson']:.2f} on the dataset's {own['frames']:,} frames.")
         if r.get("iql_prm_over_iql_true") is not None and runs["bc"]["success_rate"] > 0:
-            lines += ["", f"IQL on PRM labels / IQL on the simulator's progress: "
-                      f"{r['iql_prm_over_iql_true']:.2f}; each over BC: "
-                      f"{r['iql_true_over_bc']:.2f}x (true), "
-                      f"{runs['iql_prm']['success_rate'] / runs['bc']['success_rate']:.2f}x "
-                      "(PRM)."]
+            bc = runs["bc"]["success_rate"]
+            prms = ", ".join(f"{runs[k]['success_rate'] / runs['iql_true']['success_rate']:.2f}"
+                             f" ({runs[k]['success_rate'] / bc:.2f}x BC)"
+                             for k in ("iql_prm", "iql_prm2") if k in runs)
+            lines += ["", f"IQL on PRM labels / IQL on the simulator's progress: {prms}; "
+                      f"IQL on the simulator's progress: {r['iql_true_over_bc']:.2f}x BC."]
         d3 = r.get("d3rlpy_iql") or {}
         lines += ["", f"IQL gradient steps/s: {r['iql_steps_per_s']:.1f}" + (
             f" against {d3['steps_per_s']:.1f} for d3rlpy {d3['version']}'s IQL on the same "
@@ -581,12 +590,13 @@ INTROS = {
         "[the experiment's notes](experiments/2026-11-22-prm-reward-in-rl.md)."),
     "offline": (
         "BC on clean scripted-expert episodes of `panda_push` and `panda_pick_place`; a "
-        "mixed-quality `panda_push` dataset collected by the benchmark, labelled "
-        "`prm+sparse` from the simulator's progress (and from the learned PRM with `--prm`), "
+        "mixed-quality `panda_push` dataset collected by the benchmark (three views), "
+        "labelled `prm+sparse` from the simulator's progress and from a learned PRM (`--prm`, "
+        "else one trained by the benchmark's recipe; `--prm2` a second one), "
         "then BC, RA-BC and IQL trained on it; all evaluated in simulation. With "
         "`--d3rlpy-python` it also times d3rlpy's IQL on the same transitions (d3rlpy in its "
         "own venv: `scripts/peer_env.sh d3rlpy`). Discussed in "
-        "[the experiment's notes](experiments/2026-11-24-offline-markov-experts.md)."),
+        "[the experiment's notes](experiments/2026-11-24-offline-prm-labels-and-finetune.md)."),
     "ros_loop": (
         "The Panda reach policy through `sim_deploy` (policy node and simulated robot in "
         "two processes, real DDS, private network namespace) against the same exported "

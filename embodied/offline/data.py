@@ -40,6 +40,16 @@ class Transitions:
     def __len__(self) -> int:
         return len(self.obs)
 
+    def extend(self, more: dict[str, np.ndarray], episode_return: float) -> None:
+        """Append one episode's transitions (:func:`episode_transitions`, no weights)."""
+        if self.weights is not None:
+            raise ValueError("transitions with per-frame weights cannot take unweighted ones")
+        for name, key in (("obs", "o"), ("actions", "a"), ("rewards", "r"),
+                          ("next_obs", "n"), ("terminal", "t"), ("episode_end", "e")):
+            old = getattr(self, name)
+            setattr(self, name, torch.cat([old, torch.as_tensor(more[key]).to(old.dtype)]))
+        self.episode_returns = np.append(self.episode_returns, episode_return)
+
     def sample(self, batch_size: int, gen: torch.Generator) -> tuple[torch.Tensor, ...]:
         """A uniform minibatch (with replacement).
 
@@ -91,6 +101,31 @@ def with_last_action(obs: np.ndarray, names: list[str] | None,
     return np.concatenate([obs[:, :cols[0]], prev, obs[:, cols[-1] + 1:]], axis=1)
 
 
+def episode_transitions(obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray,
+                        terminated: bool, chunk: int = 1,
+                        weights: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """The transitions of one episode of T frames, as the module doc says.
+
+    ``obs`` [T, D], ``actions`` [T, A], ``rewards`` [T] (frame t: the reward of s_t ->
+    s_{t+1}); ``terminated``: the episode ended by termination (its last frame is a
+    terminal transition), else by a time limit (its last frame is dropped). Returns
+    arrays keyed ``o`` (obs), ``a`` (action chunks [*, chunk * A]), ``r``, ``n`` (next
+    obs), ``t`` (terminal), ``e`` (episode end) and, with ``weights``, ``w``.
+    """
+    length = len(actions)
+    terminal = np.zeros(length, np.float32)
+    keep = length - 1
+    if terminated:
+        terminal[-1] = 1.0
+        keep = length
+    next_obs = np.concatenate([obs[1:], obs[-1:]])
+    out = {"o": obs[:keep], "a": chunks(actions, chunk)[:keep], "r": rewards[:keep],
+           "n": next_obs[:keep], "t": terminal[:keep], "e": np.arange(keep) == keep - 1}
+    if weights is not None:
+        out["w"] = np.asarray(weights, np.float32).reshape(-1)[:keep]
+    return out
+
+
 def load_transitions(root: str | Path, reward_key: str = REWARD, obs_key: str = STATE,
                      action_key: str = ACTION, chunk: int = 1,
                      weight_key: str | None = None) -> Transitions:
@@ -120,25 +155,17 @@ def load_transitions(root: str | Path, reward_key: str = REWARD, obs_key: str = 
         d = ds.episode_data(ep, [obs_key, action_key, reward_key]
                             + ([weight_key] if weight_key else [])
                             + [k for k in (DONE, TRUNCATED) if k in ds.features])
-        obs, length = d[obs_key].astype(np.float32), len(d[action_key])
+        obs = d[obs_key].astype(np.float32)
         if action_key != ACTION:  # the policy will see its own space's last action
             obs = with_last_action(obs, source_names, d[action_key].astype(np.float32))
         done_last = bool(d[DONE][-1]) if DONE in d else False
         truncated_last = bool(d[TRUNCATED][-1]) if TRUNCATED in d else True
-        terminal = np.zeros(length, np.float32)
-        keep = length - 1
-        if done_last and not truncated_last:
-            terminal[-1] = 1.0
-            keep = length
-        next_obs = np.concatenate([obs[1:], obs[-1:]])
-        parts["o"].append(obs[:keep])
-        parts["a"].append(chunks(d[action_key].astype(np.float32), chunk)[:keep])
-        if weight_key:
-            parts["w"].append(d[weight_key][:keep].astype(np.float32).reshape(-1))
-        parts["r"].append(d[reward_key][:keep].astype(np.float32).reshape(-1))
-        parts["n"].append(next_obs[:keep])
-        parts["t"].append(terminal[:keep])
-        parts["e"].append(np.arange(keep) == keep - 1)
+        part = episode_transitions(obs, d[action_key].astype(np.float32),
+                                   d[reward_key].astype(np.float32).reshape(-1),
+                                   done_last and not truncated_last, chunk,
+                                   d[weight_key] if weight_key else None)
+        for key, value in part.items():
+            parts[key].append(value)
         returns.append(float(np.sum(d[reward_key])))
     cat = {k: torch.from_numpy(np.concatenate(v)) for k, v in parts.items() if v}
     return Transitions(cat["o"], cat["a"], cat["r"], cat["n"], cat["t"], cat["e"],

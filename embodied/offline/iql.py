@@ -32,12 +32,27 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
 
 from embodied.rl.actor_critic import ActorCritic, mlp
+
+C = TypeVar("C")
+
+
+def settings_from(cls: type[C], values: dict[str, Any], what: str) -> C:
+    """Dataclass ``cls`` from a config mapping.
+
+    An unknown key raises ``ValueError`` naming the known ones (``what``: the settings'
+    name in the message).
+    """
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown {what} settings {unknown}; known: {sorted(known)}")
+    return cls(**values)
 
 
 @dataclass
@@ -72,11 +87,7 @@ class OfflineConfig:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> OfflineConfig:
         """Build from a config mapping; unknown keys are an error that lists the known ones."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown offline algo settings {unknown}; known: {sorted(known)}")
-        return cls(**values)
+        return settings_from(cls, values, "offline algo")
 
 
 ALGOS = ("iql", "bc", "rabc")

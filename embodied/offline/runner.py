@@ -22,6 +22,7 @@ from embodied.config import ConfigError
 from embodied.datasets import DatasetError, LeRobotDataset
 from embodied.learners.base import Policy, register_learner
 from embodied.offline.data import Transitions, term_of
+from embodied.offline.finetune import FinetuneConfig, finetune
 from embodied.offline.iql import OfflineConfig, OfflineLearner
 from embodied.policy_io import ChunkedPolicy
 from embodied.rl.checkpoint import (
@@ -102,6 +103,7 @@ class OfflineRunner:
         self.learner.set_obs_statistics(data.obs)
         self.gen = torch.Generator().manual_seed(seed)
         self.step = 0
+        self.finetuned_env_steps = 0  # env steps of online fine-tuning done
         self.wall_time = 0.0
         self.eval_env = eval_env
         self.schedule = {"log_interval": 500, "eval_interval": 5000, "eval_episodes": 32,
@@ -178,7 +180,7 @@ class OfflineRunner:
         state = {"format": CHECKPOINT_FORMAT, "policy": self.policy.state_dict(),
                  "ppo": {},  # the keys every training checkpoint has; no PPO state here
                  "offline": self.learner.state_dict(), "iteration": self.step,
-                 "global_step": 0, "wall_time": self.wall_time,
+                 "global_step": self.finetuned_env_steps, "wall_time": self.wall_time,
                  "rng": {"torch": torch.get_rng_state(), "sampler": self.gen.get_state()},
                  "obs_dim": self.data.obs.shape[1], "action_dim": self.data.actions.shape[1],
                  "config": asdict(self.cfg)}
@@ -192,6 +194,7 @@ class OfflineRunner:
         self.policy.load_state_dict(state["policy"])
         self.learner.load_state_dict(state["offline"])
         self.step = int(state["iteration"])
+        self.finetuned_env_steps = int(state.get("global_step", 0))
         self.wall_time = float(state.get("wall_time", 0.0))
         torch.set_rng_state(state["rng"]["torch"])
         self.gen.set_state(state["rng"]["sampler"])
@@ -210,6 +213,22 @@ class OfflineRunner:
         self.wall_time += seconds
         return {**{k: v / max(steps, 1) for k, v in sums.items()},
                 "gradient_steps_per_s": steps / seconds if seconds > 0 else math.nan}
+
+    def finetune(self, cfg: FinetuneConfig, env: BatchedEnv) -> dict[str, Any]:
+        """Online fine-tuning in ``env`` (:mod:`embodied.offline.finetune`), then a checkpoint.
+
+        The online transitions join this runner's data; the checkpoint's gradient step
+        counts the fine-tuning's too and its ``global_step`` the env steps taken, so a
+        resumed run that finished fine-tuning does not repeat it. Returns the statistics.
+        """
+        start = time.perf_counter()
+        stats = finetune(self.learner, self.data, self.act(), env, cfg, self.gen,
+                         self.cfg.chunk, progress=bool(self.schedule["progress"]))
+        self.step += stats["gradient_steps"]
+        self.finetuned_env_steps += stats["env_steps"]
+        self.wall_time += time.perf_counter() - start
+        self.save()
+        return stats
 
     def learn(self, budget: int, logger: MetricsLogger | None = None) -> dict[str, Any]:
         """Gradient steps up to ``budget`` in total, logging, evaluating and saving on schedule.
