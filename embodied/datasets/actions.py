@@ -12,7 +12,8 @@ The equivalent action of another space is then what moves that space's command f
 - ``ee_delta``: ``(fk(Q_t) - fk(Q_{t-1})) / (max_speed * dt)`` of the tcp position;
 - ``ee_delta_yaw``: the same plus the hand-yaw change ``/ (max_yaw_rate * dt)``;
 
-each clipped to [-1, 1], with the recorded gripper action appended. A clipped value
+each clipped to [-1, 1], with the recorded gripper action appended (-1, closed, for a
+space that holds the fingers closed, :data:`robots.actions.CLOSED_KINDS`). A clipped value
 (e.g. a joint target jump larger than one joint-delta step) is the nearest action that
 space has; the columns' statistics show how often it happens.
 """
@@ -26,6 +27,8 @@ import torch
 
 from robots.actions import (
     ACTION_KINDS,
+    CLOSED_KINDS,
+    ENV_ACTION_KINDS,
     EEDeltaAction,
     JointDeltaAction,
     JointPositionAction,
@@ -45,29 +48,34 @@ def action_column(kind: str) -> str:
 def action_names(kind: str, robot: RobotSpec) -> list[str]:
     """Names of the action dimensions of space ``kind`` (the ``names`` of its feature)."""
     if kind.startswith("ee_delta"):
-        names = ["dx", "dy", "dz"] + (["dyaw"] if kind == "ee_delta_yaw" else [])
+        names = ["dx", "dy", "dz"] + (["dyaw"] if kind.startswith("ee_delta_yaw") else [])
     else:
         names = list(robot.joint_names)
-    return names + (["gripper"] if robot.gripper is not None and robot.gripper.joints else [])
+    has_gripper = robot.gripper is not None and robot.gripper.joints and kind not in CLOSED_KINDS
+    return names + (["gripper"] if has_gripper else [])
 
 
 def action_kind(space: JointPositionAction) -> str:
-    """The :data:`~robots.actions.ACTION_KINDS` name of an action mapping."""
-    return "ee_delta_yaw" if isinstance(space, EEDeltaAction) and space.yaw else space.type
+    """The :data:`~robots.actions.ENV_ACTION_KINDS` name of an action mapping."""
+    if not isinstance(space, EEDeltaAction):
+        return space.type
+    return ("ee_delta_yaw" if space.yaw else "ee_delta") + ("_closed" if space.closed else "")
 
 
 class ActionSpaces:
     """Converts one space's action sequences into every other space's.
 
     ``native`` is the space the actions were taken in (one of
-    :data:`robots.actions.ACTION_KINDS`); ``speed`` is the env's joint-delta speed,
-    ``control_dt`` its control period, ``ee_bounds`` its tcp box (as for the env).
+    :data:`robots.actions.ENV_ACTION_KINDS`; the others are :data:`ACTION_KINDS`, with
+    the fingers closed where ``native`` has no gripper dimension); ``speed`` is the env's
+    joint-delta speed, ``control_dt`` its control period, ``ee_bounds`` its tcp box (as
+    for the env).
     """
 
     def __init__(self, native: str, robot: RobotSpec, control_dt: float, speed: float = 0.5,
                  ee_bounds: tuple[Sequence[float], Sequence[float]] | None = None):
-        if native not in ACTION_KINDS:
-            raise ValueError(f"unknown action space '{native}'; choose one of {ACTION_KINDS}")
+        if native not in ENV_ACTION_KINDS:
+            raise ValueError(f"unknown action space '{native}'; choose one of {ENV_ACTION_KINDS}")
         self.native, self.robot = native, robot
         self.maps = {k: make_action_map(k, robot, 1, speed, "cpu", control_dt, ee_bounds)
                      for k in ACTION_KINDS}
@@ -101,7 +109,9 @@ class ActionSpaces:
                             dtype=torch.float64)
         q0 = torch.as_tensor(joint_pos0, dtype=torch.float64).reshape(1, -1)
         prev = torch.cat([q0, q[:-1]])
-        gripper = torch.as_tensor(actions, dtype=torch.float64)[:, -1:]
+        a_native = torch.as_tensor(actions, dtype=torch.float64)
+        gripper = (torch.full_like(a_native[:, :1], -1.0) if self.native in CLOSED_KINDS
+                   else a_native[:, -1:])
         has_gripper = self.robot.gripper is not None and self.robot.gripper.joints
         out = {}
         for kind in self.others():

@@ -15,6 +15,15 @@ from robots import load_robot
 from robots.actions import make_action_map
 
 
+def _collect_expert_push(tmp_path, action: str):
+    """Two scripted-expert panda_push episodes collected in ``action``: the dataset path."""
+    out = tmp_path / "ds"
+    run_collect(load_config("collect", [
+        "task=panda_push", f"task.action={action}", "policy=expert", "episodes=2",
+        "num_envs=2", "cameras=[]", "progress=false", f"out={out}"]))
+    return out
+
+
 def test_joint_targets_convert_into_actions_that_command_the_same_targets():
     robot = load_robot("panda")
     spaces = ActionSpaces("joint_position", robot, control_dt=0.02)
@@ -42,10 +51,7 @@ def test_joint_targets_convert_into_actions_that_command_the_same_targets():
 
 
 def test_collect_records_every_action_space_and_names_the_dimensions(tmp_path):
-    out = tmp_path / "ds"
-    run_collect(load_config("collect", [
-        "task=panda_push", "task.action=ee_delta_yaw", "policy=expert", "episodes=2",
-        "num_envs=2", "cameras=[]", "progress=false", f"out={out}"]))
+    out = _collect_expert_push(tmp_path, "ee_delta_yaw")
     info = json.loads((out / "meta/info.json").read_text())
     assert info["embodied"]["action_space"] == "ee_delta_yaw"
     features = info["features"]
@@ -58,3 +64,19 @@ def test_collect_records_every_action_space_and_names_the_dimensions(tmp_path):
     data = LeRobotDataset(out).episode_data(0, ["action", "action.ee_delta"])
     # the derived tcp steps are the commanded ones, short where the IK did not reach them
     assert np.abs(data["action"][:, :3] - data["action.ee_delta"][:, :3]).mean() < 0.05
+
+
+def test_collect_in_a_closed_finger_space_keeps_its_columns_apart(tmp_path):
+    # A pusher's actions have no gripper dimension: the last column (dyaw) must not be
+    # read as the gripper, and the other spaces get the fingers closed.
+    out = _collect_expert_push(tmp_path, "ee_delta_yaw_closed")
+    info = json.loads((out / "meta/info.json").read_text())
+    assert info["embodied"]["action_space"] == "ee_delta_yaw_closed"
+    features = info["features"]
+    assert features["action"]["names"] == ["dx", "dy", "dz", "dyaw"]
+    assert features["action.ee_delta_yaw"]["names"] == ["dx", "dy", "dz", "dyaw", "gripper"]
+    data = LeRobotDataset(out).episode_data(0, ["action", "action.ee_delta_yaw"])
+    derived = data["action.ee_delta_yaw"]
+    np.testing.assert_array_equal(derived[:, -1], -1.0)
+    assert np.abs(data["action"] - derived[:, :4]).mean() < 0.05
+    assert np.abs(data["action"][:, 3]).max() > 0.1  # the expert turned the hand
