@@ -226,6 +226,13 @@ def reward_rl(r: dict) -> str:
         notes = ["distilled PRM step: " + ", ".join(
             f"{k} {v:.0%}" for k, v in timing["share"].items()) +
             f" ({timing['frames_scored']:,} frames for {timing['env_steps']:,} env steps)"]
+        shaping = (rl.get("shaping") or {}).get("prm_shaped") or {}
+        if shaping.get("prm_weight") is not None:
+            gamma, weight = shaping["gamma"], shaping["prm_weight"]
+            share = weight * (1 - gamma) / shaping["sparse_weight"] if gamma < 1 else None
+            notes.append(f"shaping weight {weight:g}" + (
+                "" if share is None else f" ({share:.2g} of the sparse return bound "
+                f"{shaping['sparse_weight']:g} / (1 - {gamma:g}))"))
         quality = timing.get("potential_vs_sim_pearson") or {}
         if quality.get("model") is not None:
             notes.append(f"on the states PPO visited, Pearson correlation with the simulator's "

@@ -44,6 +44,37 @@ import torch
 TerminalPotential = Literal["zero", "final"]
 RewardMode = Literal["sparse", "prm", "prm+sparse", "oracle"]
 REWARD_MODES: tuple[str, ...] = ("sparse", "prm", "prm+sparse", "oracle")
+WEIGHT_UNITS: tuple[str, ...] = ("absolute", "sparse_return")
+
+
+def sparse_return_bound(sparse_weight: float, gamma: float) -> float:
+    """The largest discounted sparse return, ``sparse_weight / (1 - gamma)``.
+
+    Success held on every step of an endless episode; the yardstick of the shaping
+    scale under ``prm_weight_unit: sparse_return``.
+    """
+    if not 0.0 <= gamma < 1.0:
+        raise ValueError(f"the sparse return bound needs a discount below 1, got gamma={gamma}; "
+                         "use reward.prm_weight_unit=absolute for gamma=1")
+    return sparse_weight / (1.0 - gamma)
+
+
+def shaping_weight(cfg: Mapping[str, Any], gamma: float) -> float:
+    """The absolute weight of the shaping term of a ``configs/reward/*.yaml`` config.
+
+    ``prm_weight_unit: absolute`` (or missing): ``prm_weight`` itself.
+    ``sparse_return``: ``prm_weight`` x the sparse return bound (``sparse_return_bound``),
+    so a potential of progress in [0, 1] spans that share of the largest sparse return
+    whatever the discount and the success reward are.
+    """
+    weight = float(cfg.get("prm_weight", 1.0))
+    unit = cfg.get("prm_weight_unit") or "absolute"
+    if unit not in WEIGHT_UNITS:
+        raise ValueError(f"reward.prm_weight_unit must be one of {list(WEIGHT_UNITS)}, "
+                         f"got '{unit}'")
+    if unit == "absolute":
+        return weight
+    return weight * sparse_return_bound(float(cfg.get("sparse_weight", 1.0)), gamma)
 
 
 def shaping_term(phi: torch.Tensor, phi_next: torch.Tensor, terminated: torch.Tensor,
@@ -167,7 +198,11 @@ class RewardMixer:
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], gamma: float | None = None) -> RewardMixer:
-        """From a ``configs/reward/*.yaml`` config; ``gamma: null`` there takes ``gamma``."""
+        """From a ``configs/reward/*.yaml`` config; ``gamma: null`` there takes ``gamma``.
+
+        ``prm_weight`` is read in ``prm_weight_unit`` (see ``shaping_weight``); the mixer
+        keeps the absolute weight.
+        """
         g = cfg.get("gamma")
         g = gamma if g is None else g
         if g is None:
@@ -175,7 +210,15 @@ class RewardMixer:
         return cls(mode=cfg.get("mode", "sparse"), gamma=float(g),
                    terminal_potential=cfg.get("terminal_potential", "zero"),
                    sparse_weight=float(cfg.get("sparse_weight", 1.0)),
-                   prm_weight=float(cfg.get("prm_weight", 1.0)))
+                   prm_weight=shaping_weight(cfg, float(g)))
+
+    @property
+    def prm_weight_relative(self) -> float | None:
+        """The shaping weight as a share of the sparse return bound (None if gamma is 1)."""
+        gamma = self.shaping.gamma
+        if gamma >= 1.0 or self.sparse_weight == 0:
+            return None
+        return self.prm_weight / sparse_return_bound(self.sparse_weight, gamma)
 
     @property
     def needs_progress(self) -> bool:
