@@ -41,6 +41,8 @@ from typing import Any, Literal
 
 import torch
 
+from embodied.config import ConfigError
+
 TerminalPotential = Literal["zero", "final"]
 RewardMode = Literal["sparse", "prm", "prm+sparse", "oracle"]
 REWARD_MODES: tuple[str, ...] = ("sparse", "prm", "prm+sparse", "oracle")
@@ -54,8 +56,8 @@ def sparse_return_bound(sparse_weight: float, gamma: float) -> float:
     scale under ``prm_weight_unit: sparse_return``.
     """
     if not 0.0 <= gamma < 1.0:
-        raise ValueError(f"the sparse return bound needs a discount below 1, got gamma={gamma}; "
-                         "use reward.prm_weight_unit=absolute for gamma=1")
+        raise ConfigError(f"reward.prm_weight_unit=sparse_return needs a discount below 1, "
+                          f"got gamma={gamma}; use reward.prm_weight_unit=absolute")
     return sparse_weight / (1.0 - gamma)
 
 
@@ -70,8 +72,7 @@ def shaping_weight(cfg: Mapping[str, Any], gamma: float) -> float:
     weight = float(cfg.get("prm_weight", 1.0))
     unit = cfg.get("prm_weight_unit") or "absolute"
     if unit not in WEIGHT_UNITS:
-        raise ValueError(f"reward.prm_weight_unit must be one of {list(WEIGHT_UNITS)}, "
-                         f"got '{unit}'")
+        raise ConfigError(f"reward.prm_weight_unit={unit}: choose one of {list(WEIGHT_UNITS)}")
     if unit == "absolute":
         return weight
     return weight * sparse_return_bound(float(cfg.get("sparse_weight", 1.0)), gamma)
@@ -190,7 +191,8 @@ class RewardMixer:
                  terminal_potential: TerminalPotential = "zero", sparse_weight: float = 1.0,
                  prm_weight: float = 1.0) -> None:
         if mode not in REWARD_MODES:
-            raise ValueError(f"unknown reward mode '{mode}'; choose one of {list(REWARD_MODES)}")
+            raise ConfigError(f"unknown reward mode '{mode}' (reward.mode); choose one of "
+                              f"{list(REWARD_MODES)}")
         self.mode: RewardMode = mode
         self.sparse_weight = sparse_weight
         self.prm_weight = prm_weight

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from embodied.cli import main
+from embodied.config import ConfigError
 from embodied.reward import PotentialShaping, RewardMixer, combine_rewards, shape, shaping_term
 from embodied.reward.shaping import shaping_weight
 
@@ -131,7 +133,18 @@ def test_shaping_weight_relative_to_the_sparse_return():
     absolute = RewardMixer.from_config({**cfg, "prm_weight_unit": "absolute"})
     assert absolute.prm_weight == 0.25 and absolute.prm_weight_relative == pytest.approx(0.0125)
     assert shaping_weight({"prm_weight": 3.0}, 0.99) == 3.0
-    with pytest.raises(ValueError, match="prm_weight_unit must be one of"):
+    with pytest.raises(ConfigError, match="prm_weight_unit=relative: choose one of"):
         shaping_weight({**cfg, "prm_weight_unit": "relative"}, 0.9)
-    with pytest.raises(ValueError, match="discount below 1"):
+    with pytest.raises(ConfigError, match="discount below 1"):
         shaping_weight(cfg, 1.0)
+
+
+@pytest.mark.parametrize("override, fragment", [
+    ("reward.prm_weight_unit=relative", "reward.prm_weight_unit=relative: choose one of"),
+    ("reward.mode=dense", "unknown reward mode 'dense' (reward.mode)")])
+def test_bad_shaping_settings_are_one_line(override, fragment, tmp_path, capsys):
+    args = ["train", "task=panda_reach", "reward=prm", override, "num_envs=2",
+            "max_iterations=1", "progress=false", f"run_dir={tmp_path}"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and fragment in err, err
