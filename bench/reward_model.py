@@ -148,7 +148,7 @@ def visual_shift(task: str, quick: bool, reuse: bool, policy_data: Path | None =
         start = time.perf_counter()
         if not (reuse and (run_dir / "metrics.json").is_file()):
             overrides = [f"task={task}", f"run_dir={run_dir}", f"visual={visual}",
-                         *TASK_OVERRIDES.get(task, []), *extra]
+                         "torch_threads=1", *TASK_OVERRIDES.get(task, []), *extra]
             if quick:
                 overrides += ["data.episodes=16", "data.batch_envs=8", "data.stride=10",
                               "train.epochs=1"]
