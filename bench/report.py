@@ -139,6 +139,8 @@ def reward_model(r: dict) -> str:
         v = r.get(f"visual_shift_{task}")
         if v:
             lines += ["", _visual_shift(v)]
+    if r.get("policy_states_panda_push"):
+        lines += ["", _policy_states(r["policy_states_panda_push"])]
     t = r.get("throughput")
     if t:
         lines += ["", f"| PRM scoring, {t['batch']} observations x {t['views']} views | "
@@ -186,22 +188,45 @@ def reward_model(r: dict) -> str:
 
 
 def _visual_shift(v: dict) -> str:
-    """The visual-shift suite of one task: the PRM trained with and without randomisation."""
-    a, b = v["randomised"], v["plain"]
+    """The visual-shift suite of one task: the PRM trained with and without randomisation
+    (and, if run, randomised with given policies' rollouts in its data)."""
+    a, b, c = v["randomised"], v["plain"], v.get("randomised_policies")
+    more = " F1, + policy data | Pearson, + policy data |" if c else ""
     lines = [f"| {v['task']}, visual shift ({v['episodes_per_kind']} fresh episodes per kind) | "
              "F1, randomised | Pearson, randomised | ECE, randomised | F1, plain | "
-             "Pearson, plain |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+             f"Pearson, plain |{more}",
+             "| --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if c else "")]
     for kind, m in a["shift"].items():
         p = b["shift"][kind]
+        extra = (f" {c['shift'][kind]['success_f1']:.3f} | "
+                 f"{c['shift'][kind]['progress_pearson']:.3f} |") if c else ""
         lines.append(f"| {kind} | {m['success_f1']:.3f} | {m['progress_pearson']:.3f} | "
                      f"{m['success_ece']:.3f} | {p['success_f1']:.3f} | "
-                     f"{p['progress_pearson']:.3f} |")
+                     f"{p['progress_pearson']:.3f} |{extra}")
     cal = a["success_calibration"]
     lines += ["", f"Randomised PRM: {a['train_states']:,} training states, data + training "
               f"{a['data_seconds']:.0f} + {a['train_seconds']:.0f} s; success calibration "
               f"scale {cal['scale']:.2f}, bias {cal['bias']:.2f} (held-out ECE "
               f"{cal['ece_before']:.3f} -> {cal['ece_after']:.3f}). Load average (1 min) "
               f"before/after: {v['load_avg_1min_before']:.1f}/{v['load_avg_1min_after']:.1f}."]
+    return "\n".join(lines)
+
+
+def _policy_states(v: dict) -> str:
+    """The PRMs of the visual-shift section on the states of another PPO run's policies."""
+    lines = [f"| {v['task']} PRM on PPO policies' states ({v['stages']} stages x "
+             f"{v['episodes']} episodes, noise {v['noise']}) | Pearson | per stage | "
+             "step-delta | paraphrase change | near miss (max) |",
+             "| --- | ---: | --- | ---: | ---: | ---: |"]
+    for arm, m in v["arms"].items():
+        stages = " / ".join(f"{x:.2f}" for x in m["pearson_per_stage"].values())
+        lines.append(f"| {arm} | {m['pearson']:.3f} | {stages} | "
+                     f"{m['step_delta_pearson']:.3f} | {m['paraphrase_abs_change_mean']:.3f} | "
+                     f"{m['near_miss_max']:.3f} |")
+    lines += ["", f"Policies: checkpoints of `{Path(v['policy']).name}` (a run the PRMs' data "
+              "did not come from). Targets: Pearson >= 0.9, step-delta >= 0.6, paraphrase "
+              f"<= 0.1, near miss <= 0.3. Load average (1 min) before/after: "
+              f"{v['load_avg_1min_before']:.1f}/{v['load_avg_1min_after']:.1f}."]
     return "\n".join(lines)
 
 

@@ -16,7 +16,16 @@ Sections (``--only NAME`` reruns one and merges it into the result file):
   then the visual-shift suite of ``embodied reward eval`` on the same fresh episodes for
   both (other light levels and directions, surface colours, moved cameras, pixel noise):
   success F1, AUROC, ECE and progress Pearson per kind, with the calibrated success head
-  and with the raw one. Targets under shift: F1 >= 0.85, Pearson >= 0.85.
+  and with the raw one. Targets under shift: F1 >= 0.85, Pearson >= 0.85. With
+  ``--policy-data RUN`` (a run folder of `embodied train` on the task) a third arm,
+  ``randomised_policies``, adds rollouts of that run's checkpoints (``POLICY_DATA``) to
+  the randomised arm's data.
+- ``policy_states_panda_push``: the PRMs of ``visual_shift_panda_push`` on fresh
+  rollouts of the checkpoints of ``--eval-policy RUN`` (another PPO run than the one the
+  data came from) at 4 stages of training, 16 episodes each with action noise 0.2
+  (``evaluate.policy_state_metrics``): Pearson with the simulator's progress, step-delta
+  correlation, held-out paraphrases, near-miss instructions. Targets: Pearson >= 0.9,
+  step-delta >= 0.6, paraphrases within 0.1, near misses <= 0.3.
 - ``ppo_speed``: PPO on panda_push with the same envs and steps per iteration, without
   a frame reward (sparse) and with the PRM in the loop, distilled and direct; collection
   env steps/s and their ratio to sparse, and the time share of each part.
@@ -49,7 +58,14 @@ TASK_OVERRIDES = {  # settings of `embodied reward train` per task beyond its de
 }
 SPEED_TASK = "panda_push"
 SHIFT_TASKS = ("panda_reach", "panda_push")
-SECTIONS = [*TASKS, *(f"visual_shift_{t}" for t in SHIFT_TASKS), "throughput", "ppo_speed"]
+POLICY_TASK = "panda_push"
+SECTIONS = [*TASKS, *(f"visual_shift_{t}" for t in SHIFT_TASKS),
+            f"policy_states_{POLICY_TASK}", "throughput", "ppo_speed"]
+# --policy-data: the given run's checkpoints at 4 stages, 32 episodes each with action
+# noise 0.2, and 16 episodes of uniformly random actions
+POLICY_DATA = {"stages": 4, "episodes": 32, "noise": 0.2}
+# --eval-policy: 4 stages, 16 fresh episodes each (env seed 101), action noise 0.2
+POLICY_EVAL = {"stages": 4, "episodes": 16, "noise": 0.2, "seed": 101}
 ROOT = Path("runs/bench/reward")
 METRIC_KEYS = ("voc", "voc_reversed", "success_f1", "success_auroc", "progress_pearson",
                "progress_spearman", "pairwise_accuracy", "counterfactual_gap",
@@ -97,7 +113,14 @@ def train_prm(task: str, quick: bool, reuse: bool) -> dict:
     return reused_prm(run_dir) | {"reused": False}
 
 
-def visual_shift(task: str, quick: bool, reuse: bool) -> dict:
+def data_policies(run: Path) -> str:
+    """The ``data.policies`` override of :data:`POLICY_DATA` for the run folder ``run``."""
+    p = POLICY_DATA
+    return (f"data.policies=[{{checkpoint: {run}, stages: {p['stages']}, episodes: "
+            f"{p['episodes']}, noise: {p['noise']}}}, {{checkpoint: random, episodes: 16}}]")
+
+
+def visual_shift(task: str, quick: bool, reuse: bool, policy_data: Path | None = None) -> dict:
     """PRMs with and without visual randomisation, scored by the visual-shift suite."""
     from omegaconf import OmegaConf
 
@@ -116,12 +139,16 @@ def visual_shift(task: str, quick: bool, reuse: bool) -> dict:
                  "train_ranges": OmegaConf.to_container(
                      load_config("reward_train", []).visual, resolve=True),
                  "load_avg_1min_before": round(os.getloadavg()[0], 2)}
-    for arm, visual in (("randomised", "train"), ("plain", "none")):
+    arms = [("randomised", "train", []), ("plain", "none", [])]
+    if policy_data is not None:
+        arms.append(("randomised_policies", "train", [data_policies(policy_data)]))
+        out["policy_data"] = {"run": str(policy_data), **POLICY_DATA}
+    for arm, visual, extra in arms:
         run_dir = root / arm
         start = time.perf_counter()
         if not (reuse and (run_dir / "metrics.json").is_file()):
             overrides = [f"task={task}", f"run_dir={run_dir}", f"visual={visual}",
-                         *TASK_OVERRIDES.get(task, [])]
+                         "torch_threads=1", *TASK_OVERRIDES.get(task, []), *extra]
             if quick:
                 overrides += ["data.episodes=16", "data.batch_envs=8", "data.stride=10",
                               "train.epochs=1"]
@@ -146,6 +173,39 @@ def visual_shift(task: str, quick: bool, reuse: bool) -> dict:
                                      for k, v in raw["kinds"].items()}
         figures["wall_seconds"] = round(time.perf_counter() - start, 1)
         out[arm] = figures
+    out["load_avg_1min_after"] = round(os.getloadavg()[0], 2)
+    return out
+
+
+def policy_states(task: str, quick: bool, eval_policy: Path) -> dict:
+    """The PRMs of the ``visual_shift_<task>`` section on rollouts of ``eval_policy``."""
+    from embodied.reward import make_reward_model
+    from embodied.reward.prm.data import load_frames
+    from embodied.reward.prm.evaluate import (
+        policy_state_config,
+        policy_state_metrics,
+        shift_dataset,
+    )
+    from embodied.reward.prm.text import paraphrase
+
+    root = bench_root(quick) / "visual_shift" / task
+    arms = [d for d in sorted(root.glob("*")) if (d / "prm.pt").is_file()]
+    if not arms:
+        raise SystemExit(f"error: no PRMs under {root}; run --only visual_shift_{task} first")
+    ev = POLICY_EVAL | ({"stages": 2, "episodes": 8} if quick else {})
+    out: dict = {"task": task, "policy": str(eval_policy), **ev,
+                 "load_avg_1min_before": round(os.getloadavg()[0], 2), "arms": {}}
+    for run_dir in arms:
+        model = make_reward_model({"name": "prm", "checkpoint": str(run_dir)})
+        own = load_frames(model.info["data"], mmap=True)
+        cfg = policy_state_config(own, str(eval_policy), ev["stages"], ev["episodes"],
+                                  ev["noise"], ev["seed"])
+        size = f"{own.meta['width']}x{own.meta['height']}"
+        data = shift_dataset(cfg, root / f"policy_states_{eval_policy.name}_{size}")
+        rng = np.random.default_rng(ev["seed"])
+        paraphrases = list(dict.fromkeys(paraphrase(data.instruction, rng, held_out=True)
+                                         for _ in range(4)))
+        out["arms"][run_dir.name] = policy_state_metrics(model, data, paraphrases)
     out["load_avg_1min_after"] = round(os.getloadavg()[0], 2)
     return out
 
@@ -277,6 +337,10 @@ def targets(result: dict) -> dict:
                 "min_f1>=0.85": min(v["success_f1"] for v in shifted.values()) >= 0.85,
                 "min_pearson>=0.85": min(v["progress_pearson"]
                                          for v in shifted.values()) >= 0.85}
+    section = result.get(f"policy_states_{POLICY_TASK}")
+    if section:
+        out[f"policy_states_{POLICY_TASK}"] = {arm: m["targets"]
+                                               for arm, m in section["arms"].items()}
     if "throughput" in result:
         t = result["throughput"]
         out["score_obs_per_s_96>=2000"] = t["score_96"]["per_s"] >= 2000
@@ -288,7 +352,19 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0], SECTIONS)
     p.add_argument("--reuse-prm", action="store_true",
                    help="keep the PRMs an earlier run trained (report their metrics)")
+    p.add_argument("--policy-data", type=Path, default=None,
+                   help=f"visual_shift_{POLICY_TASK}: also train a PRM with rollouts of this "
+                        "run folder's checkpoints (a PPO run of `embodied train`)")
+    p.add_argument("--eval-policy", type=Path, default=None,
+                   help=f"policy_states_{POLICY_TASK}: the run folder of `embodied train` "
+                        "whose checkpoints are rolled out (another run than --policy-data)")
     args = p.parse_args()
+    for run in (args.policy_data, args.eval_policy):
+        if run is not None and not (run / "checkpoints").is_dir():
+            p.error(f"{run} has no checkpoints/ folder; pass a run folder of `embodied train`")
+    if f"policy_states_{POLICY_TASK}" in (args.only or []) and args.eval_policy is None:
+        p.error(f"--only policy_states_{POLICY_TASK} needs --eval-policy RUN (a run "
+                f"folder of `embodied train task={POLICY_TASK}`)")
     reuse = args.reuse_prm
     quick = args.quick
     only = args.only or SECTIONS
@@ -299,7 +375,11 @@ def main() -> None:
             figures[task] = train_prm(task, quick, reuse)
     for task in SHIFT_TASKS[:1] if quick else SHIFT_TASKS:
         if f"visual_shift_{task}" in only:
-            figures[f"visual_shift_{task}"] = visual_shift(task, quick, reuse)
+            figures[f"visual_shift_{task}"] = visual_shift(
+                task, quick, reuse, args.policy_data if task == POLICY_TASK else None)
+    if f"policy_states_{POLICY_TASK}" in only and args.eval_policy is not None:
+        figures[f"policy_states_{POLICY_TASK}"] = policy_states(POLICY_TASK, quick,
+                                                                args.eval_policy)
     speed_task = TASKS[0] if quick else SPEED_TASK
     ckpt = prm_dir(speed_task, quick)
     if not (ckpt / "prm.pt").is_file() and {"throughput", "ppo_speed"} & set(only):

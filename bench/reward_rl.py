@@ -160,88 +160,12 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
     return out
 
 
-def score_rows(model, data, rows: np.ndarray, instruction: str,
-               start_rows: np.ndarray | None = None, batch: int = 256) -> np.ndarray:
-    """PRM progress of dataset rows, with the views of ``start_rows`` as the start views."""
-    import torch
-
-    cams = data.cameras
-    out = []
-    for i in range(0, len(rows), batch):
-        frames = torch.from_numpy(np.ascontiguousarray(data.frames[rows[i:i + batch]]))
-        names = cams
-        if start_rows is not None and getattr(model, "start_context", False):
-            start = torch.from_numpy(np.ascontiguousarray(data.frames[start_rows[i:i + batch]]))
-            frames = torch.cat([frames, start], 1)
-            names = [*cams, *(f"{c}@start" for c in cams)]
-        out.append(model.score(frames, instruction, cameras=names).progress.numpy())
-    return np.concatenate(out)
-
-
-def policy_state_quality(prm: Path, data, paraphrases: list[str]) -> dict:
-    """One PRM on the policy episodes of ``data`` (see the module doc)."""
-    from embodied.reward import make_reward_model
-    from embodied.reward.prm.labels import near_miss_instructions
-    from embodied.reward.prm.metrics import pearson, voc
-
-    model = make_reward_model({"name": "prm", "checkpoint": str(prm)})
-    firsts = np.array([e["start"] for e in data.episodes])[data.episode]
-    policy_eps = [e for e in data.episodes if e["kind"] == "policy"]
-    rows = data.rows(kinds=("policy",))
-    pred = score_rows(model, data, rows, data.instruction, firsts[rows])
-    true = data.progress[rows]
-    stage = np.concatenate([[e["policy"]] * e["length"] for e in policy_eps])
-    cuts = np.cumsum([e["length"] for e in policy_eps])[:-1]
-    d_pred = np.concatenate([np.diff(p) for p in np.split(pred, cuts)])
-    d_true = np.concatenate([np.diff(t) for t in np.split(true, cuts)])
-    far = data.rows()[data.progress[data.rows()] >= 0.5]
-    near = {kind: [float(score_rows(model, data, far, text, firsts[far]).mean())
-                   for text in texts]
-            for kind, texts in near_miss_instructions(data.instruction).items() if texts}
-    para = [float(np.abs(score_rows(model, data, rows, text, firsts[rows]) - pred).mean())
-            for text in paraphrases]
-    out = {"prm": str(prm), "context": model.net.cfg.context, "states": len(rows),
-           "pearson": round(pearson(pred, true), 4),
-           "pearson_per_stage": {Path(k).stem: round(pearson(pred[stage == k],
-                                                             true[stage == k]), 4)
-                                 for k in dict.fromkeys(stage)},
-           "step_delta_pearson": round(pearson(d_pred, d_true), 4),
-           "mae": round(float(np.abs(pred - true).mean()), 4),
-           "paraphrase_abs_change": {t: round(v, 4) for t, v in zip(paraphrases, para,
-                                                                    strict=True)},
-           "paraphrase_abs_change_mean": round(float(np.mean(para)), 4),
-           "near_miss_states": len(far),
-           "true_instruction_on_them": round(float(score_rows(
-               model, data, far, data.instruction, firsts[far]).mean()), 4),
-           "near_miss_mean": {k: round(float(np.mean(v)), 4) for k, v in near.items()},
-           "near_miss_max": round(max(max(v) for v in near.values()), 4)}
-    if model.start_context:  # reversed expert clips: the clip's own first frame as start
-        vocs, means = [], []
-        for e in data.episodes:
-            if e["kind"] != "expert":
-                continue
-            ep = np.arange(e["start"], e["start"] + e["length"])
-            hit = np.flatnonzero(data.success[ep])
-            ep = ep[:int(hit[0]) + 1] if len(hit) else ep
-            back = ep[::-1]
-            p = score_rows(model, data, back, data.instruction, np.full(len(back), back[0]))
-            vocs.append(voc(p))
-            means.append(float(p.mean()))
-        # a rank statistic: a reversed clip scored near 0 throughout, slightly falling,
-        # still has VOC near -1; the mean says how much progress the model sees in it
-        out["reversed_voc_with_context"] = round(float(np.mean(vocs)), 4)
-        out["reversed_mean_progress_with_context"] = round(float(np.mean(means)), 4)
-    out["targets"] = {"pearson>=0.9": out["pearson"] >= 0.9,
-                      "step_delta>=0.6": out["step_delta_pearson"] >= 0.6,
-                      "paraphrase<=0.1": out["paraphrase_abs_change_mean"] <= 0.1,
-                      "near_miss<=0.3": out["near_miss_max"] <= 0.3}
-    return out
-
-
 def policy_states(task: str, prms: list[Path], policy: Path, stages: int, episodes: int,
                   noise: float, seed: int, quick: bool) -> dict:
     """Fresh rollouts of ``policy``'s checkpoints scored by every PRM of ``prms``."""
+    from embodied.reward import make_reward_model
     from embodied.reward.prm.data import DataConfig, load_frames, save_frames, simulate
+    from embodied.reward.prm.evaluate import policy_state_metrics
     from embodied.reward.prm.text import paraphrase
 
     folder = bench_root(quick) / "policy_states" / f"{task}_{policy.name}_seed{seed}"
@@ -258,7 +182,9 @@ def policy_states(task: str, prms: list[Path], policy: Path, stages: int, episod
                                      for _ in range(4)))
     return {"policy": str(policy), "stages": stages, "episodes_per_stage": episodes,
             "action_noise": noise, "seed": seed, "data": str(folder),
-            "prms": {p.name: policy_state_quality(p, data, paraphrases) for p in prms},
+            "prms": {p.name: {"prm": str(p)} | policy_state_metrics(
+                make_reward_model({"name": "prm", "checkpoint": str(p)}), data, paraphrases)
+                for p in prms},
             "load_avg_1min": round(os.getloadavg()[0], 2),
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 

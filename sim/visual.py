@@ -13,7 +13,9 @@ What changes (each a ``(low, high)`` range sampled uniformly per env and episode
   distance) to any object's colour is drawn again, so a green floor never hides a green
   goal.
 - **cameras**: every camera moved by a distance in ``camera_shift_m`` (random direction)
-  and turned by an angle in ``camera_tilt_deg`` (random axis, about its own position).
+  and turned by an angle in ``camera_tilt_deg`` (random axis, about its own position);
+  cameras mounted on a moving body (the wrist camera) by ``mounted_camera_scale`` times
+  that distance and angle (1: like the scene cameras).
 - **image noise**: Gaussian pixel noise of a standard deviation in ``image_noise`` (0-255
   levels), new noise every frame.
 
@@ -55,6 +57,7 @@ class VisualRandomization:
     image_noise: tuple[float, float] = (0.0, 0.0)
     surfaces: tuple[str, ...] = ("floor",)
     min_contrast: float = 0.3
+    mounted_camera_scale: float = 1.0
 
     def __post_init__(self) -> None:
         """Check every range is ``(low, high)`` with ``0 <= low <= high``.
@@ -63,7 +66,7 @@ class VisualRandomization:
             ValueError: For a malformed or negative range.
         """
         for f in fields(self):
-            if f.name in ("enabled", "surfaces", "min_contrast"):
+            if f.name in ("enabled", "surfaces", "min_contrast", "mounted_camera_scale"):
                 continue
             value = tuple(float(x) for x in getattr(self, f.name))
             if len(value) != 2 or not 0.0 <= value[0] <= value[1]:
@@ -199,6 +202,8 @@ class VisualSampler:
                 rgba, (0.5, 0.5, 0.5, 1.0)) else rgba[:3])
         self._base_rgb = np.asarray(base, dtype=np.float64).reshape(len(ids), 3)
         self._ncam = int(model.ncam)
+        self._camera_scale = np.where(np.asarray(model.cam_bodyid) != 0,
+                                      float(cfg.mounted_camera_scale), 1.0)  # [ncam]
         b, g, c = num_envs, len(ids), self._ncam
         self.light_scale = np.ones(b)
         self.light_rot = np.tile(np.eye(3), (b, 1, 1))
@@ -233,9 +238,9 @@ class VisualSampler:
         self.geom_rgb[ids] = rgb
         c = self._ncam
         self.camera_offset[ids] = (self._uniform(cfg.camera_shift_m, (n, c))[..., None]
-                                   * _unit_vectors(rng, (n, c)))
+                                   * self._camera_scale[:, None] * _unit_vectors(rng, (n, c)))
         self.camera_rot[ids] = _rotations(rng, (n, c), np.radians(
-            self._uniform(cfg.camera_tilt_deg, (n, c))))
+            self._uniform(cfg.camera_tilt_deg, (n, c)) * self._camera_scale))
         self.noise_std[ids] = self._uniform(cfg.image_noise, (n,))
 
     def _shifted(self, base: np.ndarray, dist_range: tuple[float, float], n: int

@@ -20,6 +20,7 @@ CHECK = r'''
 import json, sys
 sys.path[:0] = ["bench", "bench/peers"]
 import torch
+from omegaconf import OmegaConf
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 from embodied.envs import make_train_env
@@ -55,7 +56,15 @@ out["config"] = [train["num_steps_per_env"], train["actor"]["hidden_dims"],
                  train["actor"]["distribution_cfg"]["init_std"],
                  train["actor"]["obs_normalization"], train["algorithm"]["learning_rate"],
                  train["algorithm"]["schedule"], train["algorithm"]["num_mini_batches"],
-                 train["algorithm"]["num_learning_epochs"]]
+                 train["algorithm"]["num_learning_epochs"],
+                 train["algorithm"]["use_clipped_value_loss"]]
+clipped = rsl_rl_config(OmegaConf.merge(cfg.algo, {"value_clip": cfg.algo.clip}))
+out["clipped"] = clipped["algorithm"]["use_clipped_value_loss"]
+try:
+    rsl_rl_config(OmegaConf.merge(cfg.algo, {"value_clip": 0.5}))
+    out["other_clip"] = "accepted"
+except ValueError:
+    out["other_clip"] = "refused"
 runner = make_runner(env, cfg.algo, 0)
 actor = runner.alg.get_policy()
 widths = [m.out_features for m in actor.mlp if isinstance(m, torch.nn.Linear)]
@@ -91,7 +100,9 @@ def test_adapter_meets_the_vec_env_contract_and_trains():
     assert episode == ["length", "return", "success"]
     # our shipped panda_reach settings (configs/algo/ppo/panda_reach.yaml over ppo.yaml)
     assert out["config"] == [8, [256, 128, 64], [256, 128, 64], "elu", 0.2, True, 5e-4,
-                             "fixed", 4, 5]
+                             "fixed", 4, 5, False]  # shipped: no value clipping
+    # rsl_rl clips values with its policy clip range, or not at all
+    assert out["clipped"] is True and out["other_clip"] == "refused"
     assert out["actor_widths"] == [256, 128, 64, action_dim]
     assert out["trained"]
     assert all(abs(s - 0.2) < 0.05 for s in out["std"])

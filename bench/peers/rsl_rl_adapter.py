@@ -85,10 +85,12 @@ class RslRlVecEnv(VecEnv):
 def rsl_rl_config(algo: DictConfig) -> dict[str, Any]:
     """rsl_rl's ``OnPolicyRunner`` config with our PPO settings (``PPOConfig`` keys).
 
-    rsl_rl clips the value loss with the policy's clip range and bounds the adaptive lr
-    to [1e-5, 1e-2]: settings of ours that differ from that are an error, not ignored.
+    rsl_rl clips the value loss with the policy's clip range or not at all (our
+    ``value_clip: null``) and bounds the adaptive lr to [1e-5, 1e-2]: settings of ours
+    that differ from that are an error, not ignored.
     """
-    if float(algo.value_clip) != float(algo.clip):
+    clip_values = algo.value_clip is not None
+    if clip_values and float(algo.value_clip) != float(algo.clip):
         raise ValueError(f"rsl_rl clips values with clip_param: value_clip {algo.value_clip} "
                          f"!= clip {algo.clip}")
     if algo.schedule == "adaptive" and (float(algo.min_lr), float(algo.max_lr)) != (1e-5, 1e-2):
@@ -113,7 +115,7 @@ def rsl_rl_config(algo: DictConfig) -> dict[str, Any]:
             "num_learning_epochs": int(algo.num_epochs),
             "num_mini_batches": int(algo.num_mini_batches),
             "clip_param": float(algo.clip),
-            "use_clipped_value_loss": True,
+            "use_clipped_value_loss": clip_values,
             "gamma": float(algo.gamma),
             "lam": float(algo.lam),
             "value_loss_coef": float(algo.value_loss_coef),

@@ -26,6 +26,13 @@ from embodied.reward.prm.network import PRMConfig
 from embodied.reward.prm.train import TrainConfig, train_prm
 
 
+def task_env(task: DictConfig) -> dict[str, Any]:
+    """The env settings of the task group that the PRM's episodes run in (DataConfig)."""
+    return {"action": task.get("action"), "decimation": task.get("decimation"),
+            "episode_length_s": task.get("episode_length_s"),
+            "deploy_limits": bool(task.get("deploy_limits", False))}
+
+
 @command("reward train", "train the learned multi-view PRM on simulated episodes of a task",
          errors=(FileNotFoundError, ValueError))
 def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
@@ -34,7 +41,7 @@ def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
     distributed.init()
     run_dir = Path(distributed.broadcast_object(str(cfg.run_dir)))
     main = distributed.is_main()
-    data_cfg = OmegaConf.to_container(cfg.data, resolve=True)
+    data_cfg = OmegaConf.to_container(cfg.data, resolve=True) | task_env(cfg.task)
     path = data_cfg.pop("path")
     model_kw = OmegaConf.to_container(cfg.model, resolve=True)
     PRMConfig(**model_kw)  # bad model settings fail before minutes of simulation

@@ -26,7 +26,7 @@ class PPOConfig:
     gamma: float = 0.99
     lam: float = 0.95
     clip: float = 0.2
-    value_clip: float = 0.2
+    value_clip: float | None = 0.2  # None: an unclipped value loss
     value_loss_coef: float = 1.0
     entropy_coef: float = 0.005
     learning_rate: float = 1e-3
@@ -105,11 +105,14 @@ class PPO:
             adv = mb["advantages"]
             surrogate = torch.max(-adv * ratio,
                                   -adv * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
-            # clipped value loss
-            old_values = mb["values"]
-            clipped = old_values + (values - old_values).clamp(-cfg.value_clip, cfg.value_clip)
-            value_loss = torch.max((values - mb["returns"]).square(),
-                                   (clipped - mb["returns"]).square()).mean()
+            # value loss, clipped around the old values unless value_clip is None
+            value_loss = (values - mb["returns"]).square()
+            if cfg.value_clip is not None:
+                old_values = mb["values"]
+                clipped = old_values + (values - old_values).clamp(-cfg.value_clip,
+                                                                   cfg.value_clip)
+                value_loss = torch.max(value_loss, (clipped - mb["returns"]).square())
+            value_loss = value_loss.mean()
             loss = surrogate + cfg.value_loss_coef * value_loss - cfg.entropy_coef * entropy
 
             self.optimizer.zero_grad()

@@ -19,10 +19,11 @@ RETURNS = [2.0, 0.0, 1.0, 3.0]
 VALUE = 1.0  # the critic's output for every sample
 
 
-def _one_update() -> dict[str, float]:
+def _one_update(value_clip: float | None = CLIP) -> dict[str, float]:
     """One PPO update (one epoch, one minibatch) over the four samples; its statistics."""
-    cfg = PPOConfig(num_steps=4, num_epochs=1, num_mini_batches=1, clip=CLIP, value_clip=CLIP,
-                    schedule="fixed", actor_hidden=[4], critic_hidden=[4], normalize_obs=False)
+    cfg = PPOConfig(num_steps=4, num_epochs=1, num_mini_batches=1, clip=CLIP,
+                    value_clip=value_clip, schedule="fixed", actor_hidden=[4], critic_hidden=[4],
+                    normalize_obs=False)
     policy = ActorCritic(2, 1, cfg.actor_hidden, cfg.critic_hidden, normalize_obs=False)
     with torch.no_grad():  # actor mean 0 and std 1, critic VALUE, at every observation
         policy.actor[-1].weight.zero_()
@@ -63,6 +64,12 @@ def test_clipped_value_loss_takes_the_larger_error():
     #   old 1.5, R 1: max((1-1)^2, (1.3-1)^2) = 0.09
     #   old 1.0, R 3: max((1-3)^2, (1-3)^2)   = 4.0
     assert stats["loss/value"] == pytest.approx((1.69 + 1.0 + 0.09 + 4.0) / 4, rel=1e-5)
+
+
+def test_value_loss_without_a_clip_is_the_plain_squared_error():
+    stats = _one_update(value_clip=None)
+    # V = 1 everywhere, returns 2, 0, 1, 3: (1 + 1 + 0 + 4) / 4, the old values play no part
+    assert stats["loss/value"] == pytest.approx(6.0 / 4, rel=1e-5)
 
 
 def test_diagnostics_of_the_update():

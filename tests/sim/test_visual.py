@@ -51,6 +51,21 @@ def test_each_kind_changes_the_frames_and_never_the_physics():
     assert (dim.reshape(2, 3, -1).mean(-1) < plain.reshape(2, 3, -1).mean(-1)).all()
 
 
+def test_mounted_cameras_move_by_their_share_of_the_camera_jitter():
+    plain, _ = frames_and_obs(PLAIN)
+    views = make_env("panda_push", num_envs=1, seed=0).camera_names
+    wrist = views.index("wrist")
+    jitter = {"camera_shift_m": (0.05, 0.06), "camera_tilt_deg": (4.0, 5.0)}
+    still, _ = frames_and_obs(VisualRandomization(enabled=True, mounted_camera_scale=0.0,
+                                                  **jitter))
+    np.testing.assert_array_equal(still[:, wrist], plain[:, wrist])  # the wrist mount holds
+    scene = [v for v in range(len(views)) if v != wrist]
+    assert np.abs(still[:, scene].astype(int) - plain[:, scene]).mean() > 0.5
+    moved, _ = frames_and_obs(VisualRandomization(enabled=True, **jitter))
+    np.testing.assert_array_equal(moved[:, scene], still[:, scene])  # same draws elsewhere
+    assert np.abs(moved[:, wrist].astype(int) - plain[:, wrist]).mean() > 0.5
+
+
 def test_enabled_with_empty_ranges_changes_nothing_and_seeds_reproduce():
     plain, _ = frames_and_obs(PLAIN)
     same, _ = frames_and_obs(VisualRandomization(enabled=True))

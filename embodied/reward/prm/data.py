@@ -63,6 +63,12 @@ class DataConfig:
     cameras: list[str] | None = None  # None: the task's cameras
     val_fraction: float = 0.2
     episode_length_s: float | None = None  # None: the task's own
+    # The env the episodes run in, as the task config group sets it (None: the task's own):
+    # the action space (robots/actions.py), physics steps per control step, and the ROS
+    # node's target filters. Given policies must have been trained in this env.
+    action: str | None = None
+    decimation: int | None = None
+    deploy_limits: bool = False
     seed: int = 0
     # Visual randomisation of the frames (sim.visual.VisualRandomization settings as a
     # mapping); None: frames as the scene is built.
@@ -221,8 +227,11 @@ def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
     from sim import make_env
     from sim.tasks import get_task_class, task_names
 
-    extra: dict[str, Any] = ({} if cfg.episode_length_s is None
-                             else {"episode_length_s": cfg.episode_length_s})
+    extra: dict[str, Any] = {k: v for k, v in (("episode_length_s", cfg.episode_length_s),
+                                               ("action", cfg.action),
+                                               ("decimation", cfg.decimation)) if v is not None}
+    if cfg.deploy_limits:
+        extra["deploy_limits"] = True
     if cfg.visual is not None:  # the visual-randomisation hook (sim/visual.py)
         from sim.visual import VisualRandomization
         extra["visual"] = VisualRandomization.from_mapping(cfg.visual)

@@ -34,13 +34,24 @@ SHIFT_KEYS = ("success_f1", "success_auroc", "success_ece", "progress_pearson",
 
 @torch.inference_mode()
 def score_rows(model: RewardModel, data: FrameDataset, rows: np.ndarray, instruction: str,
-               batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
-    """Progress and success probability (NaN if the model has none) of dataset rows."""
+               batch_size: int = 256,
+               start_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Progress and success probability (NaN if the model has none) of dataset rows.
+
+    ``start_rows`` (one per row): the views of those rows go with each state as its start
+    views (``<camera>@start``) to a model with temporal context; others ignore them.
+    """
     prog, succ = [], []
+    context = start_rows is not None and getattr(model, "start_context", False)
+    names = [*data.cameras, *(f"{c}@start" for c in data.cameras)] if context \
+        else data.cameras
     for i in range(0, len(rows), batch_size):
         idx = rows[i:i + batch_size]
         frames = torch.from_numpy(np.ascontiguousarray(data.frames[idx]))
-        out = model.score(frames, instruction, cameras=data.cameras)
+        if context:
+            start = np.ascontiguousarray(data.frames[start_rows[i:i + batch_size]])
+            frames = torch.cat([frames, torch.from_numpy(start)], 1)
+        out = model.score(frames, instruction, cameras=names)
         prog.append(out.progress.float().cpu().numpy())
         succ.append(out.success_prob.float().cpu().numpy() if out.success_prob is not None
                     else np.full(len(idx), np.nan, np.float32))
@@ -98,12 +109,15 @@ def fit_success_calibration(net: MultiViewPRM, data: FrameDataset,
 
 def shift_config(data: FrameDataset, visual: Mapping[str, Any], episodes: int, seed: int,
                  batch_envs: int) -> DataConfig:
-    """The simulation of ``data`` (task, cameras, size, stride, kinds) under ``visual``."""
+    """The simulation of ``data`` (task, env, cameras, size, stride, kinds) under ``visual``.
+
+    The scripted kinds only: rollouts of the dataset's given policies are left out.
+    """
     base = DataConfig(**{k: v for k, v in data.meta.get("config", {}).items()
                          if k in DataConfig.__dataclass_fields__})
     return replace(base, task=data.meta["task"], cameras=data.cameras, width=data.meta["width"],
                    height=data.meta["height"], stride=data.meta["stride"], episodes=episodes,
-                   batch_envs=batch_envs, seed=seed, visual=dict(visual))
+                   batch_envs=batch_envs, seed=seed, visual=dict(visual), policies=[])
 
 
 def shift_dataset(cfg: DataConfig, folder: Path | None) -> FrameDataset:
@@ -248,3 +262,85 @@ def print_metrics(m: dict[str, Any]) -> None:
                   f"{f['success_ece']:>7.3f}{f['progress_pearson']:>9.3f}")
         if "plot" in m["shift"]:
             print(f"  plot                  {m['shift']['plot']}")
+
+
+def policy_state_config(data: FrameDataset, policy: str, stages: int, episodes: int,
+                        noise: float, seed: int, expert_episodes: int = 16) -> DataConfig:
+    """Fresh rollouts of ``policy``'s checkpoints in the env and look of ``data``.
+
+    ``policy``: a run folder of `embodied train` (``stages`` of its checkpoints, spread
+    over training) or a checkpoint file; ``episodes`` per checkpoint with Gaussian action
+    noise ``noise``; plus ``expert_episodes`` scripted expert episodes (for reversed clips).
+    Frames as the scene is built (no visual randomisation).
+    """
+    base = shift_config(data, {"enabled": False}, expert_episodes, seed, 16)
+    return replace(base, expert_fraction=1.0, noisy_fraction=0.0, policies=[
+        {"checkpoint": policy, "stages": stages, "episodes": episodes, "noise": noise}])
+
+
+def policy_state_metrics(model: RewardModel, data: FrameDataset,
+                         paraphrases: list[str]) -> dict[str, Any]:
+    """A model on the policy episodes of ``data``: how it holds on the states RL visits.
+
+    Pearson with the simulator's progress (over all states and per policy checkpoint),
+    the correlation of the change between consecutive recorded states (what shaping
+    pays), mean absolute change of the score under each of ``paraphrases``, the mean
+    score of near-miss instructions on states whose true progress is >= 0.5 and, for
+    models with temporal context, VOC and mean score of reversed expert episodes (the
+    clip's own first frame as start). Every state is scored with its episode's first
+    state as start views. Targets (issue): Pearson >= 0.9, step-delta >= 0.6, paraphrase
+    change <= 0.1, near miss <= 0.3.
+    """
+    from embodied.reward.prm.labels import near_miss_instructions
+    from embodied.reward.prm.metrics import pearson, voc
+
+    def prog(rows: np.ndarray, text: str, starts: np.ndarray) -> np.ndarray:
+        return score_rows(model, data, rows, text, start_rows=starts)[0]
+
+    firsts = np.array([e["start"] for e in data.episodes])[data.episode]
+    policy_eps = [e for e in data.episodes if e["kind"] == "policy"]
+    rows = data.rows(kinds=("policy",))
+    pred = prog(rows, data.instruction, firsts[rows])
+    true = data.progress[rows]
+    stage = np.concatenate([[e["policy"]] * e["length"] for e in policy_eps])
+    cuts = np.cumsum([e["length"] for e in policy_eps])[:-1]
+    d_pred = np.concatenate([np.diff(p) for p in np.split(pred, cuts)])
+    d_true = np.concatenate([np.diff(t) for t in np.split(true, cuts)])
+    far = data.rows()[data.progress[data.rows()] >= 0.5]
+    near = {kind: [float(prog(far, text, firsts[far]).mean()) for text in texts]
+            for kind, texts in near_miss_instructions(data.instruction).items() if texts}
+    para = [float(np.abs(prog(rows, text, firsts[rows]) - pred).mean()) for text in paraphrases]
+    out: dict[str, Any] = {
+        "context": "start" if getattr(model, "start_context", False) else "none",
+        "states": len(rows), "pearson": round(pearson(pred, true), 4),
+        "pearson_per_stage": {Path(k).stem: round(pearson(pred[stage == k], true[stage == k]), 4)
+                              for k in dict.fromkeys(stage)},
+        "step_delta_pearson": round(pearson(d_pred, d_true), 4),
+        "mae": round(float(np.abs(pred - true).mean()), 4),
+        "paraphrase_abs_change": {t: round(v, 4) for t, v in zip(paraphrases, para, strict=True)},
+        "paraphrase_abs_change_mean": round(float(np.mean(para)), 4),
+        "near_miss_states": len(far),
+        "true_instruction_on_them": round(float(prog(far, data.instruction,
+                                                     firsts[far]).mean()), 4),
+        "near_miss_mean": {k: round(float(np.mean(v)), 4) for k, v in near.items()},
+        "near_miss_max": round(max(max(v) for v in near.values()), 4)}
+    if getattr(model, "start_context", False):
+        vocs, means = [], []
+        for e in data.episodes:
+            if e["kind"] != "expert":
+                continue
+            ep = np.arange(e["start"], e["start"] + e["length"])
+            hit = np.flatnonzero(data.success[ep])
+            back = (ep[:int(hit[0]) + 1] if len(hit) else ep)[::-1]
+            p = prog(back, data.instruction, np.full(len(back), back[0]))
+            vocs.append(voc(p))
+            means.append(float(p.mean()))
+        # a rank statistic: a reversed clip scored near 0 throughout, slightly falling,
+        # still has VOC near -1; the mean says how much progress the model sees in it
+        out["reversed_voc_with_context"] = round(float(np.mean(vocs)), 4)
+        out["reversed_mean_progress_with_context"] = round(float(np.mean(means)), 4)
+    out["targets"] = {"pearson>=0.9": out["pearson"] >= 0.9,
+                      "step_delta>=0.6": out["step_delta_pearson"] >= 0.6,
+                      "paraphrase<=0.1": out["paraphrase_abs_change_mean"] <= 0.1,
+                      "near_miss<=0.3": out["near_miss_max"] <= 0.3}
+    return out

@@ -27,7 +27,9 @@ def test_reward_train_eval_and_rl_with_prm(tmp_path, capsys):
 
     info = torch.load(run / "prm.pt", weights_only=False)["info"]
     assert {"scale", "bias", "states"} <= set(info["success_calibration"])
-    assert load_frames(run / "data").meta["config"]["visual"]["enabled"]  # the default
+    config = load_frames(run / "data").meta["config"]
+    assert config["visual"]["enabled"]  # the default
+    assert config["action"] == "ee_delta_yaw_closed"  # the env PPO on panda_push trains in
 
     cache = tmp_path / "shift"
     assert main(["reward", "eval", f"reward.checkpoint={run}", "shift.episodes=4",

@@ -1,0 +1,78 @@
+"""The PRM's figures on policy states (`evaluate.policy_state_metrics`) and the env the
+push PRM's episodes run in."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from embodied.commands.reward_train import task_env
+from embodied.config import load_config
+from embodied.reward.base import RewardModel, RewardOutput
+from embodied.reward.prm.data import DataConfig, FrameDataset, simulate
+from embodied.reward.prm.evaluate import policy_state_metrics
+
+INSTRUCTION = "push the red cube into the green goal region"
+
+
+class BrightnessModel(RewardModel):
+    """Progress = mean brightness of the current views (the first half when start views
+    follow them); a model whose score is known exactly, so the metrics can be checked."""
+
+    start_context = True
+
+    def _score(self, frames: torch.Tensor | None, instructions: list[str],
+               state: Mapping[str, Any] | None) -> RewardOutput:
+        assert frames is not None
+        current = frames[:, :frames.shape[1] // 2]
+        shift = torch.tensor([0.0 if t == INSTRUCTION else 0.5 for t in instructions])
+        return RewardOutput((current.float().mean((1, 2, 3, 4)) / 255 - shift).clamp(0, 1))
+
+
+def dataset(progress: list[np.ndarray], kinds: list[str]) -> FrameDataset:
+    """Episodes whose frames are grey at their true progress, one view of 2x2 pixels."""
+    frames, episodes, start = [], [], 0
+    for i, (p, kind) in enumerate(zip(progress, kinds, strict=True)):
+        frames.append(np.broadcast_to((p * 255).round().astype(np.uint8)[:, None, None, None, None],
+                                      (len(p), 1, 2, 2, 3)))
+        episodes.append({"index": i, "kind": kind, "start": start, "length": len(p),
+                         "split": "val", "policy": f"ckpt/model_{i % 2}.pt"})
+        start += len(p)
+    rows = np.concatenate(progress).astype(np.float32)
+    return FrameDataset(np.concatenate(frames), np.repeat(np.arange(len(progress)),
+                                                          [len(p) for p in progress]),
+                        np.zeros(len(rows), np.int32), rows, rows >= 1.0,
+                        {"instruction": INSTRUCTION, "cameras": ["front"], "episodes": episodes})
+
+
+def test_a_model_that_reads_progress_exactly_meets_every_target():
+    rng = np.random.default_rng(0)
+    progress = [np.clip(np.cumsum(rng.uniform(-0.05, 0.2, 12)), 0, 1) for _ in range(6)]
+    progress[0] = np.linspace(0, 1, 12)
+    data = dataset(progress, ["expert", "policy", "policy", "policy", "policy", "policy"])
+    m = policy_state_metrics(BrightnessModel(), data, [INSTRUCTION, "nudge it home"])
+    assert m["states"] == 5 * 12 and set(m["pearson_per_stage"]) == {"model_0", "model_1"}
+    assert m["pearson"] > 0.999 and m["step_delta_pearson"] > 0.99 and m["mae"] < 0.01
+    assert m["paraphrase_abs_change"][INSTRUCTION] == 0.0
+    assert m["paraphrase_abs_change"]["nudge it home"] > 0.3  # scored 0.5 lower
+    assert m["near_miss_max"] < m["true_instruction_on_them"] - 0.3
+    # a reversed expert clip, its own first (finished) frame as start: progress read high
+    assert m["reversed_mean_progress_with_context"] > 0.4
+    assert m["targets"] == {"pearson>=0.9": True, "step_delta>=0.6": True,
+                            "paraphrase<=0.1": False, "near_miss<=0.3": True}
+
+
+def test_push_prm_episodes_run_in_the_pushers_env():
+    cfg = load_config("reward_train", ["task=panda_push"])
+    env = task_env(cfg.task)
+    assert env["action"] == "ee_delta_yaw_closed" and cfg.data.episodes == 320
+    assert load_config("reward_train", ["task=panda_reach"]).data.episodes == 160
+    data = simulate(DataConfig(task="panda_push", episodes=2, batch_envs=2, stride=5,
+                               width=16, height=16, expert_fraction=1.0, noisy_fraction=0.0,
+                               **(env | {"episode_length_s": 1.0})))
+    # 20 Hz for 1 s: 20 control steps, a state every 5th
+    assert [e["length"] for e in data.episodes] == [4, 4]
+    assert data.meta["config"]["action"] == "ee_delta_yaw_closed"
