@@ -251,11 +251,21 @@ def reward_rl(r: dict) -> str:
         notes = ["distilled PRM step: " + ", ".join(
             f"{k} {v:.0%}" for k, v in timing["share"].items()) +
             f" ({timing['frames_scored']:,} frames for {timing['env_steps']:,} env steps)"]
-        quality = timing.get("potential_vs_sim_pearson") or {}
-        if quality.get("model") is not None:
-            notes.append(f"on the states PPO visited, Pearson correlation with the simulator's "
-                         f"progress: PRM {quality['model']:.2f}, distilled MLP (before "
-                         f"fitting them) {quality['distilled']:.2f}")
+        shaping = (rl.get("shaping") or {}).get("prm_shaped") or {}
+        if shaping.get("prm_weight") is not None:
+            gamma, weight = shaping["gamma"], shaping["prm_weight"]
+            share = weight * (1 - gamma) / shaping["sparse_weight"] if gamma < 1 else None
+            notes.append(f"shaping weight {weight:g}" + (
+                "" if share is None else f" ({share:.2f} of the sparse return bound "
+                f"{shaping['sparse_weight']:g} / (1 - {gamma:g}))"))
+        per_seed = rl["arms"]["prm_shaped"].get("potential_vs_sim_pearson_per_seed") or [
+            timing.get("potential_vs_sim_pearson") or {}]
+        if all(q and q.get("model") is not None for q in per_seed):
+            notes.append("on the states PPO visited, Pearson correlation with the simulator's "
+                         "progress (per seed): PRM " +
+                         " / ".join(f"{q['model']:.2f}" for q in per_seed) +
+                         ", distilled MLP (before fitting them) " +
+                         " / ".join(f"{q['distilled']:.2f}" for q in per_seed))
         met = ", ".join(f"{k}: {'met' if v else 'missed'}" for k, v in rl["targets"].items())
         load = rl.get("load_avg_1min")
         notes.append(f"targets: {met}" + (f"; load average (1 min) before/after: "
@@ -612,7 +622,9 @@ INTROS = {
         "progress and the task's dense reward, with the same seeds and budget per task, "
         "the task's shipped PPO settings and deterministic evaluation on 64 episodes "
         "(`--task`, `--seeds`, `--reuse-runs`). Discussed in "
-        "[the experiment's notes](experiments/2026-11-22-prm-reward-in-rl.md)."),
+        "[the experiment's notes](experiments/2026-11-22-prm-reward-in-rl.md); the shaping "
+        "weight and the online PRM refresh in [the shaping-design "
+        "notes](experiments/2026-11-24-prm-shaping-design.md)."),
     "offline": (
         "BC on clean scripted-expert episodes of `panda_push` and `panda_pick_place`; a "
         "mixed-quality `panda_push` dataset collected by the benchmark (three views), "

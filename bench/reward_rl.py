@@ -201,7 +201,8 @@ def main() -> None:
     p.add_argument("--budget", type=int, default=None,
                    help=f"env steps per arm (default per task: {BUDGETS})")
     p.add_argument("--shaping-scale", type=float, default=None,
-                   help="reward.prm_weight of the shaped arms (default: the config's)")
+                   help="reward.prm_weight of the shaped arms, in the configs' "
+                        "reward.prm_weight_unit (default: the config's)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="an override of `embodied train` for every arm that shapes with a "
                         "progress model (repeatable), e.g. reward.loop.refresh.enabled=true")

@@ -123,7 +123,7 @@ def episode_labels(progress: np.ndarray, success_prob: np.ndarray | None,
     reward of ``reward.mode`` with potential-based shaping by progress; ``rabc.weight``
     the RA-BC weight of the frame's progress gain (:mod:`embodied.datasets.rabc`).
     """
-    from embodied.reward import combine_rewards, shaping_term
+    from embodied.reward import combine_rewards, shaping_term, shaping_weight
 
     length = len(progress)
     succ_now = (success_prob >= float(cfg.success_threshold)) if success_prob is not None \
@@ -140,7 +140,7 @@ def episode_labels(progress: np.ndarray, success_prob: np.ndarray | None,
     reward = combine_rewards(str(cfg.reward.mode), env_reward,
                              torch.from_numpy(succ_now[nxt]), shaping,
                              float(cfg.reward.get("sparse_weight", 1.0)),
-                             float(cfg.reward.get("prm_weight", 1.0)))
+                             shaping_weight(cfg.reward, gamma))
     rabc = cfg.get("rabc") or {}
     return {PROGRESS: progress.astype(np.float32), REWARD: reward.numpy().astype(np.float32),
             SUCCESS: succ_now[nxt].astype(bool),

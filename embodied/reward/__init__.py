@@ -23,6 +23,7 @@ from embodied.reward.shaping import (
     combine_rewards,
     shape,
     shaping_term,
+    shaping_weight,
 )
 
 __all__ = [
@@ -39,4 +40,5 @@ __all__ = [
     "reward_model_names",
     "shape",
     "shaping_term",
+    "shaping_weight",
 ]

@@ -449,6 +449,7 @@ class RewardEnv:
         out: dict[str, Any] = {"mode": self.mixer.mode,
                                "sparse_weight": self.mixer.sparse_weight,
                                "prm_weight": self.mixer.prm_weight,
+                               "prm_weight_relative": self.mixer.prm_weight_relative,
                                "gamma": self.mixer.shaping.gamma,
                                "terminal_potential": self.mixer.shaping.terminal_potential}
         if self.distiller is not None:

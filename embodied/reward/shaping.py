@@ -41,9 +41,41 @@ from typing import Any, Literal
 
 import torch
 
+from embodied.config import ConfigError
+
 TerminalPotential = Literal["zero", "final"]
 RewardMode = Literal["sparse", "prm", "prm+sparse", "oracle"]
 REWARD_MODES: tuple[str, ...] = ("sparse", "prm", "prm+sparse", "oracle")
+WEIGHT_UNITS: tuple[str, ...] = ("absolute", "sparse_return")
+
+
+def sparse_return_bound(sparse_weight: float, gamma: float) -> float:
+    """The largest discounted sparse return, ``sparse_weight / (1 - gamma)``.
+
+    Success held on every step of an endless episode; the yardstick of the shaping
+    scale under ``prm_weight_unit: sparse_return``.
+    """
+    if not 0.0 <= gamma < 1.0:
+        raise ConfigError(f"reward.prm_weight_unit=sparse_return needs a discount below 1, "
+                          f"got gamma={gamma}; use reward.prm_weight_unit=absolute")
+    return sparse_weight / (1.0 - gamma)
+
+
+def shaping_weight(cfg: Mapping[str, Any], gamma: float) -> float:
+    """The absolute weight of the shaping term of a ``configs/reward/*.yaml`` config.
+
+    ``prm_weight_unit: absolute`` (or missing): ``prm_weight`` itself.
+    ``sparse_return``: ``prm_weight`` x the sparse return bound (``sparse_return_bound``),
+    so a potential of progress in [0, 1] spans that share of the largest sparse return
+    whatever the discount and the success reward are.
+    """
+    weight = float(cfg.get("prm_weight", 1.0))
+    unit = cfg.get("prm_weight_unit") or "absolute"
+    if unit not in WEIGHT_UNITS:
+        raise ConfigError(f"reward.prm_weight_unit={unit}: choose one of {list(WEIGHT_UNITS)}")
+    if unit == "absolute":
+        return weight
+    return weight * sparse_return_bound(float(cfg.get("sparse_weight", 1.0)), gamma)
 
 
 def shaping_term(phi: torch.Tensor, phi_next: torch.Tensor, terminated: torch.Tensor,
@@ -159,7 +191,8 @@ class RewardMixer:
                  terminal_potential: TerminalPotential = "zero", sparse_weight: float = 1.0,
                  prm_weight: float = 1.0) -> None:
         if mode not in REWARD_MODES:
-            raise ValueError(f"unknown reward mode '{mode}'; choose one of {list(REWARD_MODES)}")
+            raise ConfigError(f"unknown reward mode '{mode}' (reward.mode); choose one of "
+                              f"{list(REWARD_MODES)}")
         self.mode: RewardMode = mode
         self.sparse_weight = sparse_weight
         self.prm_weight = prm_weight
@@ -167,7 +200,11 @@ class RewardMixer:
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], gamma: float | None = None) -> RewardMixer:
-        """From a ``configs/reward/*.yaml`` config; ``gamma: null`` there takes ``gamma``."""
+        """From a ``configs/reward/*.yaml`` config; ``gamma: null`` there takes ``gamma``.
+
+        ``prm_weight`` is read in ``prm_weight_unit`` (see ``shaping_weight``); the mixer
+        keeps the absolute weight.
+        """
         g = cfg.get("gamma")
         g = gamma if g is None else g
         if g is None:
@@ -175,7 +212,15 @@ class RewardMixer:
         return cls(mode=cfg.get("mode", "sparse"), gamma=float(g),
                    terminal_potential=cfg.get("terminal_potential", "zero"),
                    sparse_weight=float(cfg.get("sparse_weight", 1.0)),
-                   prm_weight=float(cfg.get("prm_weight", 1.0)))
+                   prm_weight=shaping_weight(cfg, float(g)))
+
+    @property
+    def prm_weight_relative(self) -> float | None:
+        """The shaping weight as a share of the sparse return bound (None if gamma is 1)."""
+        gamma = self.shaping.gamma
+        if gamma >= 1.0 or self.sparse_weight == 0:
+            return None
+        return self.prm_weight / sparse_return_bound(self.sparse_weight, gamma)
 
     @property
     def needs_progress(self) -> bool:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from embodied.cli import main
+from embodied.config import ConfigError
 from embodied.reward import PotentialShaping, RewardMixer, combine_rewards, shape, shaping_term
+from embodied.reward.shaping import shaping_weight
 
 T, F = True, False
 
@@ -113,3 +116,35 @@ def test_reward_mixer_one_step():
     torch.testing.assert_close(sparse(t(5, 5, 5), b(F, F, F), b(F, F, F), info), t(1, 0, 0))
     with pytest.raises(ValueError, match="phi_obs"):
         mixer(t(0, 0, 0), b(F, F, F), b(F, F, F), info)
+
+
+def test_shaping_weight_relative_to_the_sparse_return():
+    # sparse_weight 2, gamma 0.9: the sparse return bound is 2 / 0.1 = 20
+    cfg = {"mode": "prm+sparse", "gamma": 0.9, "sparse_weight": 2.0, "prm_weight": 0.25,
+           "prm_weight_unit": "sparse_return"}
+    assert shaping_weight(cfg, 0.9) == pytest.approx(5.0)
+    mixer = RewardMixer.from_config(cfg)
+    assert mixer.prm_weight == pytest.approx(5.0)
+    assert mixer.prm_weight_relative == pytest.approx(0.25)
+    mixer.reset(t(0.2))
+    r = mixer(t(0.0), b(F), b(F), {"success": b(T)}, phi_obs=t(0.6))
+    torch.testing.assert_close(r, t(2.0 + 5.0 * (0.9 * 0.6 - 0.2)))
+    # absolute (and missing): the weight as written; the relative share still reported
+    absolute = RewardMixer.from_config({**cfg, "prm_weight_unit": "absolute"})
+    assert absolute.prm_weight == 0.25 and absolute.prm_weight_relative == pytest.approx(0.0125)
+    assert shaping_weight({"prm_weight": 3.0}, 0.99) == 3.0
+    with pytest.raises(ConfigError, match="prm_weight_unit=relative: choose one of"):
+        shaping_weight({**cfg, "prm_weight_unit": "relative"}, 0.9)
+    with pytest.raises(ConfigError, match="discount below 1"):
+        shaping_weight(cfg, 1.0)
+
+
+@pytest.mark.parametrize("override, fragment", [
+    ("reward.prm_weight_unit=relative", "reward.prm_weight_unit=relative: choose one of"),
+    ("reward.mode=dense", "unknown reward mode 'dense' (reward.mode)")])
+def test_bad_shaping_settings_are_one_line(override, fragment, tmp_path, capsys):
+    args = ["train", "task=panda_reach", "reward=prm", override, "num_envs=2",
+            "max_iterations=1", "progress=false", f"run_dir={tmp_path}"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and fragment in err, err
