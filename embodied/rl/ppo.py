@@ -1,4 +1,4 @@
-"""PPO's update: clipped surrogate, clipped value loss, entropy bonus, adaptive-KL lr."""
+"""PPO's update: clipped surrogate, clipped value loss, entropy bonus, lr schedules."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import torch
 from torch import nn
 
 from embodied import distributed
+from embodied.config import ConfigError
 from embodied.rl.actor_critic import ActorCritic
 from embodied.rl.storage import RolloutStorage
 
 FUSED_ADAM_DEVICES = ("cpu", "cuda")
+SCHEDULES = ("adaptive", "fixed", "linear")
 
 
 @dataclass
@@ -30,10 +32,11 @@ class PPOConfig:
     value_loss_coef: float = 1.0
     entropy_coef: float = 0.005
     learning_rate: float = 1e-3
-    schedule: str = "adaptive"  # "adaptive" (KL-driven, rsl_rl) or "fixed"
+    schedule: str = "adaptive"  # "adaptive" (KL-driven, rsl_rl), "fixed" or "linear"
     desired_kl: float = 0.01
     min_lr: float = 1e-5
     max_lr: float = 1e-2
+    decay_updates: int = 0  # "linear": updates over which the lr falls to min_lr
     max_grad_norm: float = 1.0
     actor_hidden: list[int] = field(default_factory=lambda: [256, 128, 64])
     critic_hidden: list[int] = field(default_factory=lambda: [256, 128, 64])
@@ -49,6 +52,16 @@ class PPOConfig:
         if unknown:
             raise ValueError(f"unknown PPO settings {unknown}; known: {sorted(known)}")
         return cls(**{k: v for k, v in values.items() if k in known})
+
+    def __post_init__(self) -> None:
+        """Reject (:class:`ConfigError`) an unknown schedule and a linear one without a length."""
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"algo.schedule={self.schedule}: unknown; use one of "
+                              f"{', '.join(SCHEDULES)}")
+        if self.schedule == "linear" and self.decay_updates <= 0:
+            raise ConfigError(f"algo.schedule=linear with algo.decay_updates="
+                              f"{self.decay_updates}: set the updates over which the learning "
+                              "rate falls, e.g. algo.decay_updates=${max_iterations}")
 
 
 def make_adam(params: Iterable[nn.Parameter], lr: float, device: torch.device) -> torch.optim.Adam:
@@ -66,22 +79,43 @@ class PPO:
     def __init__(self, policy: ActorCritic, cfg: PPOConfig):
         self.policy, self.cfg = policy, cfg
         self.learning_rate = cfg.learning_rate
+        self.updates = 0  # calls of :meth:`update` so far (the linear schedule's clock)
         device = next(policy.parameters()).device
         self.optimizer = make_adam(policy.parameters(), cfg.learning_rate, device)
+
+    def _set_learning_rate(self, lr: float) -> None:
+        """Use ``lr`` from the next optimiser step on."""
+        self.learning_rate = lr
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def _decay_learning_rate(self) -> None:
+        """The linear schedule's rate for the coming update.
+
+        ``learning_rate`` at the first update, falling linearly to ``min_lr`` at update
+        ``decay_updates`` and held there after it.
+        """
+        cfg = self.cfg
+        left = max(0.0, 1.0 - self.updates / cfg.decay_updates)
+        self._set_learning_rate(max(cfg.min_lr, cfg.learning_rate * left))
 
     def _adapt_learning_rate(self, kl: float) -> None:
         """rsl_rl's rule: divide by 1.5 above 2x the target KL, multiply below half of it."""
         cfg = self.cfg
         if kl > 2.0 * cfg.desired_kl:
-            self.learning_rate = max(cfg.min_lr, self.learning_rate / 1.5)
+            self._set_learning_rate(max(cfg.min_lr, self.learning_rate / 1.5))
         elif 0.0 < kl < 0.5 * cfg.desired_kl:
-            self.learning_rate = min(cfg.max_lr, self.learning_rate * 1.5)
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate
+            self._set_learning_rate(min(cfg.max_lr, self.learning_rate * 1.5))
 
     def update(self, storage: RolloutStorage) -> dict[str, float]:
-        """Several epochs of minibatch updates; returns mean losses and diagnostics."""
+        """Several epochs of minibatch updates; returns mean losses and diagnostics.
+
+        The linear schedule sets this update's learning rate before it starts (the
+        reported ``learning_rate`` is the one the update used).
+        """
         cfg, policy = self.cfg, self.policy
+        if cfg.schedule == "linear":
+            self._decay_learning_rate()
         sums = {"loss/policy": 0.0, "loss/value": 0.0, "loss/entropy": 0.0,
                 "approx_kl": 0.0, "clip_fraction": 0.0}
         count = 0
@@ -130,15 +164,16 @@ class PPO:
             count += 1
         stats = {key: value / max(count, 1) for key, value in sums.items()}
         stats["learning_rate"] = self.learning_rate
+        self.updates += 1
         return stats
 
     def state_dict(self) -> dict[str, Any]:
-        """Optimiser state and the adapted learning rate."""
-        return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}
+        """Optimiser state, the learning rate and the number of updates made."""
+        return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate,
+                "updates": self.updates}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved."""
         self.optimizer.load_state_dict(state["optimizer"])
-        self.learning_rate = float(state["learning_rate"])
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate
+        self.updates = int(state.get("updates", 0))  # checkpoints before the count: 0
+        self._set_learning_rate(float(state["learning_rate"]))
