@@ -149,7 +149,10 @@ _TERM_OVERRIDE = re.compile(
 def _check_terms(cfg: DictConfig, term_overrides: list[str]) -> None:
     """A :class:`ConfigError` for an override of a term (or parameter) the task lacks."""
     for override in term_overrides:
-        group, term, param = _TERM_OVERRIDE.match(override).groups()
+        match = _TERM_OVERRIDE.match(override)
+        if match is None:  # the caller passes only overrides this pattern selected
+            continue
+        group, term, param = match.groups()
         kind = group[:-1]  # reward | observation
         terms = (cfg.get("task") or {}).get(group) or {}
         if term not in terms:
