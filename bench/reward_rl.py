@@ -17,7 +17,8 @@ Success against env steps goes to ``bench/results/reward_rl_<task>.png`` and the
 The PRM of a task is the one ``bench/reward_model.py`` trained (trained here if missing).
 Target (issue): PRM-shaped >= 80% success where sparse alone stays under 20%, in no more
 than 2x the env steps of the oracle. The PPO settings are the task's shipped ones
-(configs/algo/ppo/<task>.yaml); a rerun with ``--task panda_push`` replaces only that
+(configs/algo/ppo/<task>.yaml) with those reward=prm adds (configs/reward_algo/ppo/
+prm.yaml), the same for every arm; a rerun with ``--task panda_push`` replaces only that
 task's section of the result file.
 
 ``--policy-states`` measures instead how well PRMs (``--prm`` run folders) hold on the
@@ -61,6 +62,9 @@ ARMS = {  # name -> overrides of `embodied train`
     "oracle_dense": ["reward=oracle"],
 }
 ALL_ARMS = tuple(ARMS)
+# Every arm trains with the PPO settings reward=prm ships (configs/reward_algo/ppo/prm.yaml:
+# a clipped value loss, which shaping needs), so the arms differ in their reward alone.
+SHARED_PPO = ["algo.value_clip=0.2"]
 SHAPED_ARMS = ("prm_shaped", "sim_progress_shaped", "sim_progress_distilled")
 
 
@@ -123,7 +127,7 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
     if not (prm / "prm.pt").is_file():
         train_prm(task, quick, reuse=True)
     budget = budget or (2 * 16 * 32 if quick else BUDGETS[task])
-    extra = ["num_envs=16", "eval.num_envs=8"] if quick else []
+    extra = SHARED_PPO + (["num_envs=16", "eval.num_envs=8"] if quick else [])
     load_before = round(os.getloadavg()[0], 2)
     root = bench_root(quick) / ("rl" if not label else f"rl_{label}")
     arms = {name: over_seeds([ppo_run(task, name, overrides, budget, prm, root, extra, seed,

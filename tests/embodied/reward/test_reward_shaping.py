@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from embodied.cli import main
-from embodied.config import ConfigError
+from embodied.config import ConfigError, load_config
 from embodied.reward import PotentialShaping, RewardMixer, combine_rewards, shape, shaping_term
 from embodied.reward.shaping import shaping_weight
 
@@ -148,3 +148,17 @@ def test_bad_shaping_settings_are_one_line(override, fragment, tmp_path, capsys)
     assert main(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and fragment in err, err
+
+
+def test_reward_prm_brings_the_clipped_value_loss_shaping_needs():
+    reach = load_config("train", ["task=panda_reach"])
+    shaped = load_config("train", ["task=panda_reach", "reward=prm"])
+    assert reach.algo.value_clip is None  # the task's own dense-reward setting
+    assert shaped.algo.value_clip == 0.2
+    assert shaped.algo.learning_rate == reach.algo.learning_rate  # the rest is the task's
+    assert shaped.num_envs == reach.num_envs
+    assert load_config("train", ["task=panda_reach", "reward=sparse"]).algo.value_clip is None
+    kept = load_config("train", ["task=panda_reach", "reward=prm", "algo.value_clip=null"])
+    assert kept.algo.value_clip is None  # the command line still wins
+    assert "value_clip" not in load_config("train", ["task=panda_reach", "reward=prm",
+                                                     "algo=sb3_ppo"]).algo
