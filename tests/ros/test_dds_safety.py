@@ -12,6 +12,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from geometry_msgs.msg import Twist, TwistStamped
+from lifecycle_msgs.msg import State
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Bool, Float64MultiArray
@@ -81,8 +82,10 @@ def test_mismatched_artifact_is_refused_at_configure(ros_graph, untrained_go2_po
         assert "does not fit" in refusal[-1]["reason"]
     assert "robot: policy was trained for 'go2', this robot is 'panda'" in \
         safety["a"].messages[-1]["reason"]
+    assert g.lifecycle_state("/a/embodied_policy", 30.0) == State.PRIMARY_STATE_UNCONFIGURED
     # The matching artifact configures, but no state has arrived: activation is refused.
     assert g.transition("/c/embodied_policy", "configure")
+    assert g.lifecycle_state("/c/embodied_policy", 30.0) == State.PRIMARY_STATE_INACTIVE
     assert not g.transition("/c/embodied_policy", "activate")
     assert "no fresh state" in safety["c"].messages[-1]["reason"]
 

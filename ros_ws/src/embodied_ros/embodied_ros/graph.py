@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import rclpy
-from lifecycle_msgs.msg import Transition
-from lifecycle_msgs.srv import ChangeState
+from lifecycle_msgs.msg import State, Transition
+from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
@@ -36,6 +36,12 @@ ISOLATION_ENV = "EMBODIED_ROS_ISOLATION"
 TRANSITIONS = {"configure": Transition.TRANSITION_CONFIGURE,
                "activate": Transition.TRANSITION_ACTIVATE,
                "deactivate": Transition.TRANSITION_DEACTIVATE}
+TARGET_STATES = {"configure": State.PRIMARY_STATE_INACTIVE,
+                 "activate": State.PRIMARY_STATE_ACTIVE,
+                 "deactivate": State.PRIMARY_STATE_INACTIVE}
+PRIMARY_STATES = (State.PRIMARY_STATE_UNCONFIGURED, State.PRIMARY_STATE_INACTIVE,
+                  State.PRIMARY_STATE_ACTIVE, State.PRIMARY_STATE_FINALIZED)
+RESPONSE_WAIT_S = 15.0  # a service response not here by then is taken as lost
 
 
 class Recorder:
@@ -123,14 +129,48 @@ class RosGraph:
                                           None), timeout, f"safety mode '{mode}'")
 
     def transition(self, node_path: str, name: str, timeout: float = 60.0) -> bool:
-        """Ask a lifecycle node for a transition; its success flag."""
+        """Ask a lifecycle node for a transition; its success flag.
+
+        DDS can drop a service response when the node has not yet matched this new
+        client's reply reader; with no response after ``RESPONSE_WAIT_S`` the flag is read
+        from the node's state instead: whether it settled in the transition's target state.
+        """
+        deadline = time.monotonic() + timeout
         client = self.node.create_client(ChangeState, f"{node_path}/change_state")
         self.wait_for(lambda: client.service_is_ready(), timeout, f"{node_path}/change_state")
         request = ChangeState.Request()
         request.transition.id = TRANSITIONS[name]
         future = client.call_async(request)
-        self.wait_for(future.done, timeout, f"{name} of {node_path}")
-        return bool(future.result().success)
+        with contextlib.suppress(AssertionError):
+            self.wait_for(future.done, min(RESPONSE_WAIT_S, timeout), f"{name} of {node_path}")
+        if future.done():
+            return bool(future.result().success)
+        while True:  # the response was lost: wait for the node to settle
+            state = self.lifecycle_state(node_path, max(deadline - time.monotonic(), 1.0))
+            if future.done():
+                return bool(future.result().success)
+            if state in PRIMARY_STATES or time.monotonic() > deadline:
+                return state == TARGET_STATES[name]
+            time.sleep(0.2)
+
+    def lifecycle_state(self, node_path: str, timeout: float) -> int:
+        """A lifecycle node's current state id (``lifecycle_msgs/State``), asked until answered."""
+        deadline = time.monotonic() + timeout
+        while True:
+            client = self.node.create_client(GetState, f"{node_path}/get_state")
+            self.wait_for(lambda c=client: c.service_is_ready(),
+                          max(deadline - time.monotonic(), 1.0), f"{node_path}/get_state")
+            future = client.call_async(GetState.Request())
+            with contextlib.suppress(AssertionError):
+                self.wait_for(future.done, min(RESPONSE_WAIT_S, max(deadline - time.monotonic(),
+                                                                      1.0)),
+                              f"the state of {node_path}")
+            self.node.destroy_client(client)
+            if future.done():
+                return int(future.result().current_state.id)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no state from {node_path} within {timeout} s\n"
+                                     f"{self.logs()}")
 
     def call_trigger(self, service: str, timeout: float = 30.0) -> Trigger.Response:
         """Call a std_srvs/Trigger service; its response."""
