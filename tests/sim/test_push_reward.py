@@ -13,7 +13,13 @@ import torch
 from sim import make_env
 from sim.tasks.panda_base import TABLE_TOP
 from sim.tasks.panda_push import PUSH_HEIGHT, PushExpert, push_target
-from sim.tasks.panda_push.terms import goal_rest, push_low, push_pose, push_progress
+from sim.tasks.panda_push.terms import (
+    goal_rest,
+    push_lateral,
+    push_low,
+    push_pose,
+    push_progress,
+)
 
 HALF = 0.025
 
@@ -178,6 +184,16 @@ def test_lifted_cube_and_hovering_over_the_goal_do_not_score_like_success(settin
         env.close()
 
 
+def _diagonal_push() -> tuple:
+    """A push along +x and +y: the resting cube centre's height, the cube [2], the goal,
+    the unit push direction [2] and the tcp's planar pushing point [2] (fingers at the
+    cube's back face)."""
+    cube, goal = torch.tensor([0.45, -0.05]), (0.55, 0.1)
+    direction = torch.tensor(goal) - cube
+    direction = direction / direction.norm()
+    return TABLE_TOP + HALF, cube, goal, direction, cube - (HALF + 0.012) * direction
+
+
 def test_resting_on_the_cubes_back_edge_does_not_score_like_pushing():
     """The local optimum PPO fell into: the tcp resting on top of the cube's back edge,
     where the raised approach target follows it, earns ``push_pose`` like the pushing pose
@@ -185,11 +201,7 @@ def test_resting_on_the_cubes_back_edge_does_not_score_like_pushing():
     two apart."""
     env = make_env("panda_push", num_envs=2, seed=0, obs_noise=False)
     try:
-        z = TABLE_TOP + HALF
-        cube, goal = torch.tensor([0.45, -0.05]), (0.55, 0.1)
-        direction = torch.tensor(goal) - cube
-        direction = direction / direction.norm()
-        behind = cube - (HALF + 0.012) * direction  # fingers at the back face, pushing
+        z, cube, goal, direction, behind = _diagonal_push()
         edge = cube - (HALF + 0.002) * direction  # on top of the back edge
         _place(env, 0, (*behind.tolist(), TABLE_TOP + PUSH_HEIGHT), (*cube.tolist(), z), goal)
         _place(env, 1, (*edge.tolist(), TABLE_TOP + 2 * HALF + 0.006), (*cube.tolist(), z),
@@ -255,5 +267,39 @@ def test_push_progress_taper_stops_paying_speed_on_arrival():
         assert far == pytest.approx(1.0, abs=0.02), far
         assert near < 0.7 * far, (far, near)
         assert push_progress(task, speed=0.1).tolist() == pytest.approx([1.0, 1.0], abs=0.02)
+    finally:
+        env.close()
+
+
+def test_push_lateral_pays_the_tcp_on_the_push_line_only_while_pushing():
+    """On a diagonal push (cube to goal along +x and +y), the tcp at the cube's back face
+    on the push line earns ``push_lateral`` in full; 1.5 cm to either side of the line it
+    earns the same little (the offset's size, not its sign); raised 6 cm above the
+    pushing pose, or with the cube in the goal, nothing. :attr:`ee_push_frame` reads the
+    offsets: along (behind the cube: negative), lateral (left of the direction:
+    positive) and up."""
+    env = make_env("panda_push", num_envs=5, seed=0, obs_noise=False)
+    try:
+        z, cube, goal, direction, behind = _diagonal_push()
+        left = torch.stack([-direction[1], direction[0]])
+        height = TABLE_TOP + PUSH_HEIGHT
+        cube_xyz = (*cube.tolist(), z)
+        _place(env, 0, (*behind.tolist(), height), cube_xyz, goal)
+        _place(env, 1, (*(behind + 0.015 * left).tolist(), height), cube_xyz, goal)
+        _place(env, 2, (*(behind - 0.015 * left).tolist(), height), cube_xyz, goal)
+        _place(env, 3, (*behind.tolist(), height + 0.06), cube_xyz, goal)
+        _place(env, 4, (0.55, 0.02, height), (*goal, z), goal)  # cube in the goal
+        task = env.task
+        assert task.pushing.tolist() == [True, True, True, False, True]
+        assert task.success().tolist() == [False, False, False, False, True]
+        frame = task.ee_push_frame
+        assert frame[:4, 0].tolist() == pytest.approx([-(HALF + 0.012)] * 4, abs=3e-3)
+        assert frame[:4, 1].tolist() == pytest.approx([0.0, 0.015, -0.015, 0.0], abs=3e-3)
+        assert frame[3, 2].item() - frame[0, 2].item() == pytest.approx(0.06, abs=3e-3)
+        on_line, to_left, to_right, raised, done = push_lateral(task, std=0.01).tolist()
+        assert on_line > 0.7, on_line
+        assert to_left < 0.3 * on_line and to_right < 0.3 * on_line, (to_left, to_right)
+        assert to_left == pytest.approx(to_right, abs=0.1)
+        assert raised == 0.0 and done == 0.0
     finally:
         env.close()

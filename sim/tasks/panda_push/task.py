@@ -19,6 +19,7 @@ from sim.tasks.panda_push.terms import (
     obs_push_target_rel,
     push_approach,
     push_cube,
+    push_lateral,
     push_low,
     push_pose,
     push_progress,
@@ -79,8 +80,9 @@ class PandaPush(CubeTask):
     largest term, which replaces the kernels once it holds. Optional terms (weight 0
     by default): ``push_low`` (a kernel to the pushing pose, never raised by the
     approach lift), ``push_progress`` (the cube's speed towards the goal, gated like
-    ``push_cube``, optionally tapered off on arrival) and ``goal_rest`` (the cube at
-    rest in the goal, so pushing it through the goal pays less than stopping).
+    ``push_cube``, optionally tapered off on arrival), ``push_lateral`` (a kernel of the
+    tcp's offset across the push line, gated like ``push_cube``) and ``goal_rest`` (the
+    cube at rest in the goal, so pushing it through the goal pays less than stopping).
     A cube lifted over the goal or a tcp hovering there scores far less than success.
     A sparse reward mode keeps only ``success``.
     """
@@ -94,7 +96,8 @@ class PandaPush(CubeTask):
         **ARM_OBSERVATIONS, **CUBE_OBSERVATIONS, "push_target_rel": obs_push_target_rel}
     reward_functions: ClassVar[TermFunctions] = {
         "push_approach": push_approach, "push_pose": push_pose, "push_low": push_low,
-        "push_cube": push_cube, "push_progress": push_progress, "goal_rest": goal_rest,
+        "push_cube": push_cube, "push_progress": push_progress,
+        "push_lateral": push_lateral, "goal_rest": goal_rest,
         "gripper_open": gripper_open, "action_rate": action_rate, "success": success}
 
     @property
@@ -124,6 +127,24 @@ class PandaPush(CubeTask):
     def pushing(self) -> torch.Tensor:
         """[B] bool: the tcp is within ``PUSHING_DISTANCE`` of the low pushing target."""
         return self.ee_low_dist < PUSHING_DISTANCE
+
+    @property
+    @per_step
+    def ee_push_frame(self) -> torch.Tensor:
+        """[B, 3] the tcp's offset from the cube centre in the push frame (m).
+
+        Along the planar cube-to-goal direction, lateral to it (positive to the left
+        of the direction, seen from above) and up; a cube on its goal gives the x axis.
+        """
+        offset = self.ee_pos - self.cube_pos
+        to_goal = self.goal[:, :2] - self.cube_pos[:, :2]
+        distance = to_goal.norm(dim=1, keepdim=True)
+        x_axis = torch.zeros_like(to_goal)
+        x_axis[:, 0] = 1.0
+        direction = torch.where(distance > 1e-6, to_goal / distance.clamp_min(1e-6), x_axis)
+        along = (offset[:, :2] * direction).sum(1)
+        lateral = direction[:, 0] * offset[:, 1] - direction[:, 1] * offset[:, 0]
+        return torch.stack([along, lateral, offset[:, 2]], 1)
 
     @property
     @per_step

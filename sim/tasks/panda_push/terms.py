@@ -40,6 +40,15 @@ class PushingTask(Protocol):
         ...
 
     @property
+    def ee_push_frame(self) -> torch.Tensor:
+        """[B, 3] the tcp's offset from the cube centre in the push frame (m).
+
+        Along the cube-to-goal direction, lateral to it (to the left of it, seen from
+        above) and up.
+        """
+        ...
+
+    @property
     def cube_on_table(self) -> torch.Tensor:
         """[B] bool: the cube rests on the table."""
         ...
@@ -124,6 +133,19 @@ def push_progress(task: PushingTask, speed: float, taper: float = 0.0) -> torch.
     if taper > 0.0:
         paid = paid * (task.cube_goal_dist / taper).clamp(max=1.0)
     return paid
+
+
+def push_lateral(task: PushingTask, std: float) -> torch.Tensor:
+    """[B] tanh kernel of the tcp's lateral offset from the push line, gated.
+
+    ``1 - tanh(|l| / std)``, ``l`` the tcp's planar offset across the line through the
+    cube centre along the cube-to-goal direction (:attr:`ee_push_frame`'s lateral
+    component). Gated like :func:`push_cube`: non-zero only while the tcp is at the
+    push target and the cube rests on the table, until success; it pays a tcp that
+    pushes through the cube's centre over one that slips along its back face.
+    """
+    gate = task.pushing & task.cube_on_table & ~task.success()
+    return (1.0 - torch.tanh(task.ee_push_frame[:, 1].abs() / std)) * gate
 
 
 def goal_rest(task: PushingTask, speed: float) -> torch.Tensor:
