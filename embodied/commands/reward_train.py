@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from embodied import distributed
 from embodied.commands.registry import command
 from embodied.config import save_config
+from embodied.envs import env_kwargs
 from embodied.reward.prm.checkpoint import CHECKPOINT_NAME, save_prm
 from embodied.reward.prm.data import DataConfig, load_or_simulate, policy_sources
 from embodied.reward.prm.evaluate import evaluate, fit_success_calibration, print_metrics
@@ -25,12 +26,16 @@ from embodied.reward.prm.model import LearnedPRM
 from embodied.reward.prm.network import PRMConfig
 from embodied.reward.prm.train import TrainConfig, train_prm
 
+ENV_FIELDS = ("action", "decimation", "episode_length_s", "deploy_limits")
+
 
 def task_env(task: DictConfig) -> dict[str, Any]:
-    """The env settings of the task group that the PRM's episodes run in (DataConfig)."""
-    return {"action": task.get("action"), "decimation": task.get("decimation"),
-            "episode_length_s": task.get("episode_length_s"),
-            "deploy_limits": bool(task.get("deploy_limits", False))}
+    """The env settings the task group sets (``env_kwargs``), as :class:`DataConfig` fields.
+
+    Settings the task leaves unset are left out, so they do not replace the data config's.
+    """
+    kwargs = env_kwargs(task)
+    return {key: kwargs[key] for key in ENV_FIELDS if key in kwargs}
 
 
 @command("reward train", "train the learned multi-view PRM on simulated episodes of a task",
