@@ -26,7 +26,7 @@ def test_only_runs_of_the_same_settings_are_reused(tmp_path, capsys):
     run = saved_run(tmp_path / "prm_shaped_seed1", ARGS)
     # the run folder differs (a screen copied into the benchmark's folder): still the same run
     assert same_settings(run, load_config("train", [*ARGS, "run_dir=elsewhere"]))
-    for other in ("algo.value_clip=null", "reward.shaping_target=return",
+    for other in ("algo.value_clip=null", "reward.shaping_target=advantage",
                   "reward.loop.refresh.every=2", "seed=2"):
         assert not same_settings(run, load_config("train", [*ARGS, other])), other
     assert "training it again" in capsys.readouterr().out
