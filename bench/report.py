@@ -279,7 +279,15 @@ def reward_rl(r: dict) -> str:
             share = weight * (1 - gamma) / shaping["sparse_weight"] if gamma < 1 else None
             notes.append(f"shaping weight {weight:g}" + (
                 "" if share is None else f" ({share:.2f} of the sparse return bound "
-                f"{shaping['sparse_weight']:g} / (1 - {gamma:g}))"))
+                f"{shaping['sparse_weight']:g} / (1 - {gamma:g}))") + (
+                "; in PPO's advantages, not the reward" if shaping.get("shaping_target")
+                == "advantage" else ""))
+        kept = {a["ran"][:16] for a in rl["arms"].values() if a.get("ran")}
+        if kept:
+            notes.append("arms run on " + ", ".join(
+                f"{day}: " + ", ".join(n for n, a in rl["arms"].items()
+                                       if (a.get("ran") or "")[:16] == day)
+                for day in sorted(kept)) + "; the rest on the run's date")
         per_seed = rl["arms"]["prm_shaped"].get("potential_vs_sim_pearson_per_seed") or [
             timing.get("potential_vs_sim_pearson") or {}]
         if all(q and q.get("model") is not None for q in per_seed):
@@ -649,7 +657,9 @@ INTROS = {
         "(`--task`, `--seeds`, `--reuse-runs`). Discussed in "
         "[the experiment's notes](experiments/2026-11-22-prm-reward-in-rl.md); the shaping "
         "weight and the online PRM refresh in [the shaping-design "
-        "notes](experiments/2026-11-24-prm-shaping-design.md)."),
+        "notes](experiments/2026-11-24-prm-shaping-design.md), the shaping in PPO's "
+        "advantages in [the advantage-shaping "
+        "notes](experiments/2026-11-24-prm-advantage-shaping.md)."),
     "offline": (
         "BC on clean scripted-expert episodes of `panda_push` and `panda_pick_place`; a "
         "mixed-quality `panda_push` dataset collected by the benchmark (three views), "

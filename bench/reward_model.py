@@ -42,6 +42,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -266,6 +267,29 @@ def throughput(ckpt: Path, quick: bool) -> dict:
     return out
 
 
+SETTINGS = ("task", "reward", "algo", "num_envs", "seed", "sim")  # what a reused run must share
+
+
+def same_settings(run_dir: Path, cfg: Any) -> bool:
+    """True if the run in ``run_dir`` was trained with ``cfg``'s ``SETTINGS`` sections.
+
+    Prints the first difference otherwise (the run is then trained again): a run of the
+    same name from other settings (another value clip, shaping, PRM) is never reused.
+    """
+    from omegaconf import OmegaConf
+
+    saved = OmegaConf.load(run_dir / "config.yaml")
+    for key in SETTINGS:
+        want = OmegaConf.select(cfg, key)
+        have = OmegaConf.select(saved, key)
+        want = OmegaConf.to_container(want, resolve=True) if OmegaConf.is_config(want) else want
+        have = OmegaConf.to_container(have, resolve=True) if OmegaConf.is_config(have) else have
+        if want != have:
+            print(f"reuse: {run_dir} was trained with other {key} settings; training it again")
+            return False
+    return True
+
+
 def ppo_run(task: str, name: str, overrides: list[str], budget: int, prm: Path | None,
             root: Path, extra: list[str] = (), seed: int = 0, reuse: bool = False) -> dict:
     """One ``embodied train`` run; its success curve and summary figures.
@@ -278,15 +302,17 @@ def ppo_run(task: str, name: str, overrides: list[str], budget: int, prm: Path |
 
     run_dir = root / task / (name if seed == 0 else f"{name}_seed{seed}")
     done = run_dir / "summary.json"
-    if reuse and done.is_file() and json.loads(done.read_text())["env_steps"] >= budget:
+    args = [f"task={task}", *overrides, f"total_env_steps={budget}", f"seed={seed}",
+            "save_interval=0", "progress=false", "eval.video_envs=0",
+            f"run_dir={run_dir}", *extra]
+    if "reward=prm" in overrides:
+        args.append(f"reward.checkpoint={prm}")
+    cfg = load_config("train", args)
+    if (reuse and done.is_file() and json.loads(done.read_text())["env_steps"] >= budget
+            and same_settings(run_dir, cfg)):
         summary = json.loads(done.read_text())
     else:
-        args = [f"task={task}", *overrides, f"total_env_steps={budget}", f"seed={seed}",
-                "save_interval=0", "progress=false", "eval.video_envs=0",
-                f"run_dir={run_dir}", *extra]
-        if "reward=prm" in overrides:
-            args.append(f"reward.checkpoint={prm}")
-        summary = run_train(load_config("train", args))
+        summary = run_train(cfg)
     m = read_metrics(run_dir / "metrics.csv")
     steps, success = np.array(m["env_steps"]), np.nan_to_num(np.array(m["success_rate"]))
     reached = np.flatnonzero(success >= 0.8)

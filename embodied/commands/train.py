@@ -65,7 +65,11 @@ def run_train(cfg: DictConfig) -> dict[str, Any]:
     title = f"{learner.label}{'' if backend == 'mujoco' else f' on {backend}'}"
     curve = run.plot(f"{cfg.task.name}: {learner.label}, {cfg.num_envs} envs, seed {cfg.seed}",
                      evaluation)
-    timing = env.timing_summary() if isinstance(env, RewardEnv) else None
+    timing = None
+    if isinstance(env, RewardEnv):
+        timing = env.timing_summary()
+        refreshed = env.save_reward_model(run.path)  # the PRM as the run left it
+        timing["refreshed_prm"] = None if refreshed is None else str(refreshed)
     summary = {
         "task": cfg.task.name, "algo": algo, "run_dir": str(run.path),
         "iterations": learner.iteration, "env_steps": learner.env_steps,

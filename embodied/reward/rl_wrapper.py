@@ -34,6 +34,9 @@ from (``scoring``):
   the current views (a terminal frame with the start of its own episode). With
   ``start_views=False`` it scores the current views alone (no start renders; the model
   was trained with context dropout for this).
+- ``reward.shaping_target: advantage``: the weighted shaping term is not in the
+  returned reward but in ``info["advantage_shaping"]`` [B], for the PPO runner to add
+  to the advantages (``embodied.rl.storage``); the critic then learns the base reward.
 - ``plane_extent``: the frames are rendered with the floor drawn out to that many metres
   only (``EnvConfig.render_plane_extent``; several times faster software rendering,
   pixels of floor inside the extent unchanged).
@@ -51,6 +54,7 @@ import copy
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -59,6 +63,7 @@ from torch import nn
 from embodied.config import ConfigError
 from embodied.reward.base import RewardModel
 from embodied.reward.episodic import EpisodeRewardModel
+from embodied.reward.prm.checkpoint import CHECKPOINT_NAME
 from embodied.reward.prm.refresh import PRMRefresher, RefreshConfig
 from embodied.reward.shaping import RewardMixer
 from embodied.rl.normalizer import EmpiricalNormalization
@@ -385,6 +390,8 @@ class RewardEnv:
         self._prev_obs = obs
         info["env_reward"] = reward
         mixed = self.mixer(reward, terminated, truncated, info, phi_obs, phi_final)
+        if self.mixer.advantage_term is not None:  # reward.shaping_target=advantage
+            info["advantage_shaping"] = self.mixer.advantage_term
         if phi_obs is not None:
             info["progress_model"] = phi_obs
         return obs, mixed.to(reward.dtype), terminated, truncated, info
@@ -425,6 +432,17 @@ class RewardEnv:
             final[ids] = self._score_frames(frames=info["final_frames"], final=True)
         return phi, final
 
+    def save_reward_model(self, folder: str | Path) -> Path | None:
+        """The PRM as refreshed during RL, as ``<folder>/prm/prm.pt``; None if not refreshed.
+
+        ``embodied reward eval reward.checkpoint=<folder>/prm`` evaluates it, and
+        ``reward.checkpoint=<folder>/prm`` starts another run from it.
+        """
+        if self.refresher is None:
+            return None
+        return self.refresher.save(Path(folder) / "prm" / CHECKPOINT_NAME,
+                                   self.steps * self.env.num_envs)
+
     def timing_summary(self) -> dict[str, Any]:
         """Seconds per part, the share of each, and scored frames per env step."""
         total = sum(self.timing.values())
@@ -451,6 +469,7 @@ class RewardEnv:
                                "prm_weight": self.mixer.prm_weight,
                                "prm_weight_relative": self.mixer.prm_weight_relative,
                                "gamma": self.mixer.shaping.gamma,
+                               "shaping_target": self.mixer.shaping_target,
                                "terminal_potential": self.mixer.shaping.terminal_potential}
         if self.distiller is not None:
             out["potential_refresh_every"] = self.distiller.cfg.refresh_every

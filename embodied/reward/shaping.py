@@ -47,6 +47,7 @@ TerminalPotential = Literal["zero", "final"]
 RewardMode = Literal["sparse", "prm", "prm+sparse", "oracle"]
 REWARD_MODES: tuple[str, ...] = ("sparse", "prm", "prm+sparse", "oracle")
 WEIGHT_UNITS: tuple[str, ...] = ("absolute", "sparse_return")
+SHAPING_TARGETS: tuple[str, ...] = ("return", "advantage")
 
 
 def sparse_return_bound(sparse_weight: float, gamma: float) -> float:
@@ -185,18 +186,32 @@ class RewardMixer:
 
     ``needs_progress`` says whether the caller must run a reward model at all
     (``sparse`` and ``oracle`` do not).
+
+    ``shaping_target`` (``reward.shaping_target``): where the weighted shaping term goes.
+    ``return``: into the reward (the learner's critic sees it and, once it has learned
+    the shaped values, cancels it from the advantages). ``advantage``: the reward is the
+    mode's without the term, and the term is left in ``advantage_term`` for a learner
+    that adds its own GAE, with no critic, to the advantages
+    (``embodied.rl.storage.RolloutStorage``): the advantages are then exactly those of
+    the base reward under the critic ``V + prm_weight * phi``, a baseline the critic
+    cannot learn away (docs/reward-models.md).
     """
 
     def __init__(self, mode: RewardMode = "sparse", gamma: float = 0.99,
                  terminal_potential: TerminalPotential = "zero", sparse_weight: float = 1.0,
-                 prm_weight: float = 1.0) -> None:
+                 prm_weight: float = 1.0, shaping_target: str = "return") -> None:
         if mode not in REWARD_MODES:
             raise ConfigError(f"unknown reward mode '{mode}' (reward.mode); choose one of "
                               f"{list(REWARD_MODES)}")
+        if shaping_target not in SHAPING_TARGETS:
+            raise ConfigError(f"reward.shaping_target={shaping_target}: choose one of "
+                              f"{list(SHAPING_TARGETS)}")
         self.mode: RewardMode = mode
         self.sparse_weight = sparse_weight
         self.prm_weight = prm_weight
+        self.shaping_target = shaping_target
         self.shaping = PotentialShaping(gamma, terminal_potential)
+        self.advantage_term: torch.Tensor | None = None  # shaping_target=advantage: [B]
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], gamma: float | None = None) -> RewardMixer:
@@ -212,7 +227,8 @@ class RewardMixer:
         return cls(mode=cfg.get("mode", "sparse"), gamma=float(g),
                    terminal_potential=cfg.get("terminal_potential", "zero"),
                    sparse_weight=float(cfg.get("sparse_weight", 1.0)),
-                   prm_weight=shaping_weight(cfg, float(g)))
+                   prm_weight=shaping_weight(cfg, float(g)),
+                   shaping_target=cfg.get("shaping_target") or "return")
 
     @property
     def prm_weight_relative(self) -> float | None:
@@ -238,7 +254,11 @@ class RewardMixer:
                  truncated: torch.Tensor, info: Mapping[str, Any],
                  phi_obs: torch.Tensor | None = None,
                  phi_final: torch.Tensor | None = None) -> torch.Tensor:
-        """The RL reward [B] of one env step (see ``combine_rewards`` and ``PotentialShaping``)."""
+        """The RL reward [B] of one env step (see ``combine_rewards`` and ``PotentialShaping``).
+
+        With ``shaping_target='advantage'`` the shaping term is left out of the reward
+        and kept, weighted, in ``advantage_term`` (zero where ``mode`` has no shaping).
+        """
         f = None
         if self.needs_progress:
             if phi_obs is None:
@@ -249,5 +269,8 @@ class RewardMixer:
         success = info["success"].bool()
         if info.get("diverged") is not None:  # the env zeroes their reward too
             success = success & ~info["diverged"].bool()
+        if self.shaping_target == "advantage" and f is not None:
+            self.advantage_term = self.prm_weight * f.float().to(env_reward.device)
+            f = torch.zeros_like(f)
         return combine_rewards(self.mode, env_reward, success, f,
                                self.sparse_weight, self.prm_weight)

@@ -115,7 +115,7 @@ class OnPolicyRunner:
             if "nan_actions" in info:  # env steps whose action held a NaN (sent as 0)
                 nan_actions += int((info["nan_actions"] > 0).sum())
             storage.add(obs, actions, dist.mean, dist.stddev, log_probs, values, rewards,
-                        terminated | truncated)
+                        terminated | truncated, info.get("advantage_shaping"))
             self.obs = next_obs
         last_values = policy.evaluate(policy.normalize(self.obs, update=False))
         storage.compute_returns(last_values, cfg.gamma, cfg.lam)

@@ -6,6 +6,13 @@ is folded into the last reward, ``r += gamma * V(final_obs)``, and the GAE
 recursion then stops at the episode boundary as for any finished episode. A
 genuinely terminated env gets no bootstrap, and neither does one whose
 simulation diverged (its final observation is meaningless).
+
+Advantage-level shaping: a reward wrapper may hand a shaping term per step
+(``add(..., shaping=F)``, a potential's ``gamma * phi(s') - phi(s)``) that is not part
+of the reward. Its GAE with no critic (values 0) is added to the advantages; the
+returns the critic learns stay those of the reward alone. As GAE is linear in the
+rewards and the values, this equals GAE of ``reward + F`` under the critic ``V + phi``
+(the potential as a fixed part of the baseline, which the critic cannot learn away).
 """
 
 from __future__ import annotations
@@ -66,12 +73,18 @@ class RolloutStorage:
         self.dones = torch.zeros(shape, dtype=torch.bool, device=device)
         self.advantages = torch.zeros(shape, device=device)
         self.returns = torch.zeros(shape, device=device)
+        self.shaping = torch.zeros(shape, device=device)
+        self.has_shaping = False  # any step of this rollout carried a shaping term
         self.step = 0
 
     def add(self, obs: torch.Tensor, actions: torch.Tensor, action_mean: torch.Tensor,
             action_std: torch.Tensor, log_probs: torch.Tensor, values: torch.Tensor,
-            rewards: torch.Tensor, dones: torch.Tensor) -> None:
-        """Store one step of every env (rewards already time-out bootstrapped)."""
+            rewards: torch.Tensor, dones: torch.Tensor,
+            shaping: torch.Tensor | None = None) -> None:
+        """Store one step of every env (rewards already time-out bootstrapped).
+
+        ``shaping`` [B]: an advantage-level shaping term of this step (module doc), or None.
+        """
         if self.step >= self.num_steps:
             raise IndexError("rollout storage is full; call clear() first")
         t = self.step
@@ -83,16 +96,30 @@ class RolloutStorage:
         self.values[t] = values
         self.rewards[t] = rewards
         self.dones[t] = dones
+        if shaping is not None:
+            self.shaping[t] = shaping
+            self.has_shaping = True
+        else:
+            self.shaping[t] = 0.0
         self.step += 1
 
     def clear(self) -> None:
         """Start the next rollout."""
         self.step = 0
+        self.has_shaping = False
 
     def compute_returns(self, last_values: torch.Tensor, gamma: float, lam: float) -> None:
-        """Fill ``advantages`` and ``returns`` by GAE (in place: usable outside inference mode)."""
+        """Fill ``advantages`` and ``returns`` by GAE (in place: usable outside inference mode).
+
+        A rollout with shaping terms gets their critic-free GAE added to the advantages
+        only (module doc).
+        """
         advantages, returns = compute_gae(self.rewards, self.values, self.dones, last_values,
                                           gamma, lam)
+        if self.has_shaping:
+            zeros = torch.zeros_like(self.shaping)
+            advantages = advantages + compute_gae(self.shaping, zeros, self.dones,
+                                                  zeros[0], gamma, lam)[0]
         self.advantages.copy_(advantages)
         self.returns.copy_(returns)
 

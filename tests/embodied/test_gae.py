@@ -41,3 +41,38 @@ def test_gae_three_steps_one_termination_one_time_out():
     expected = torch.tensor([[1.4, 5.45], [0.0, 9.0], [2.6, 2.6]])
     torch.testing.assert_close(adv, expected)
     torch.testing.assert_close(ret, expected + values)
+
+
+def test_advantage_level_shaping_is_gae_under_the_critic_plus_the_potential():
+    from embodied.rl.storage import RolloutStorage
+
+    gamma, lam, steps, envs = 0.9, 0.8, 5, 3
+    gen = torch.Generator().manual_seed(0)
+    rewards = torch.rand(steps, envs, generator=gen)
+    values = torch.rand(steps, envs, generator=gen)
+    last_values = torch.rand(envs, generator=gen)
+    phi = torch.rand(steps + 1, envs, generator=gen)  # phi of s_0..s_T
+    dones = torch.zeros(steps, envs, dtype=torch.bool)
+    dones[1, 0] = dones[3, 2] = True  # terminated: the terminal potential is 0
+    shaping = gamma * phi[1:] * (~dones) - phi[:-1]
+    storage = RolloutStorage(steps, envs, obs_dim=2, action_dim=1)
+    for t in range(steps):
+        z = torch.zeros(envs, 1)
+        storage.add(torch.zeros(envs, 2), z, z, z, torch.zeros(envs), values[t], rewards[t],
+                    dones[t], shaping[t])
+    storage.compute_returns(last_values, gamma, lam)
+    # the advantages: GAE of the reward alone under the critic V + phi
+    expected, _ = compute_gae(rewards, values + phi[:-1], dones, last_values + phi[-1],
+                              gamma, lam)
+    torch.testing.assert_close(storage.advantages, expected)
+    # the critic's targets: the reward alone under V (the potential is not in them)
+    _, returns = compute_gae(rewards, values, dones, last_values, gamma, lam)
+    torch.testing.assert_close(storage.returns, returns)
+    # a rollout without shaping terms is plain GAE again
+    storage.clear()
+    for t in range(steps):
+        z = torch.zeros(envs, 1)
+        storage.add(torch.zeros(envs, 2), z, z, z, torch.zeros(envs), values[t], rewards[t],
+                    dones[t])
+    storage.compute_returns(last_values, gamma, lam)
+    torch.testing.assert_close(storage.advantages, returns - values)

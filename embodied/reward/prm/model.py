@@ -40,6 +40,7 @@ class LearnedPRM(RewardModel):
                              "`embodied reward train task=<task>` and pass "
                              "reward.checkpoint=<its run folder or prm.pt>")
         self.device = resolve_device(device)
+        self.checkpoint = str(checkpoint)
         self.net, self.info = load_prm(checkpoint, self.device)
         self.predict = make_scorer(self.net)  # embodied/reward/prm/inference.py
         self.model_cameras = tuple(self.net.slots)

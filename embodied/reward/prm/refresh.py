@@ -29,12 +29,14 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from embodied.config import ConfigError
+from embodied.reward.prm.checkpoint import save_prm
 from embodied.reward.prm.data import FrameDataset, load_frames
 from embodied.reward.prm.labels import near_miss_instructions
 from embodied.reward.prm.metrics import pearson
@@ -261,6 +263,20 @@ class PRMRefresher:
                  "true_std_latest": round(float(true.std()), 4) if len(fresh) > 1 else None}
         self.log.append(entry)
         return entry
+
+    def save(self, path: str | Path, env_steps: int) -> Path:
+        """Write the PRM as it is now as a checkpoint (``load_prm``, ``embodied reward eval``).
+
+        Its ``info`` is the loaded checkpoint's (instruction, cameras, dataset, success
+        calibration) without the held-out metrics, which were of the weights before the
+        refresh, plus ``refreshed``: where it came from, the refreshes, their labels and
+        the env steps of RL it was refreshed over.
+        """
+        info = {k: v for k, v in self.model.info.items() if k != "metrics"}
+        info["refreshed"] = {"from": getattr(self.model, "checkpoint", None),
+                             "refreshes": len(self.log), "labels": self.cfg.labels,
+                             "env_steps": int(env_steps), "log": self.log}
+        return save_prm(path, self.net, info)
 
     @torch.no_grad()
     def relabel(self, batch: int = 512) -> tuple[torch.Tensor, torch.Tensor]:

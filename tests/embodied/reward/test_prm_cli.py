@@ -47,15 +47,28 @@ def test_reward_train_eval_and_rl_with_prm(tmp_path, capsys):
 
     train_dir = tmp_path / "ppo"
     assert main(["train", "task=panda_push", "reward=prm", f"reward.checkpoint={run}",
-                 "reward.loop.distill.label_envs=2", "num_envs=4", "max_iterations=1",
-                 "algo.num_steps=8", "eval.num_envs=0", "progress=false",
-                 f"run_dir={train_dir}"]) == 0
+                 "reward.loop.distill.label_envs=2", "num_envs=4", "max_iterations=2",
+                 "algo.num_steps=8", "reward.loop.refresh.every=1",
+                 "reward.loop.refresh.steps=2", "reward.loop.refresh.batch_size=8",
+                 "eval.num_envs=0", "progress=false", f"run_dir={train_dir}"]) == 0
     summary = json.loads((train_dir / "summary.json").read_text())
     assert summary["reward"] == "prm+sparse"
     assert summary["reward_timing"]["scoring"] == "distilled"
     assert summary["reward_timing"]["frames_scored"] > 0
     out = capsys.readouterr().out
     assert "time share" in out
+    # the run keeps the PRM as its refresh left it, and `embodied reward eval` reads it
+    refreshed = train_dir / "prm" / "prm.pt"
+    assert summary["reward_timing"]["refreshed_prm"] == str(refreshed)
+    saved = torch.load(refreshed, weights_only=False)
+    original = torch.load(run / "prm.pt", weights_only=False)
+    assert saved["info"]["refreshed"]["refreshes"] == 1
+    assert saved["info"]["success_calibration"] == original["info"]["success_calibration"]
+    assert any(not torch.equal(saved["state_dict"][k], v)
+               for k, v in original["state_dict"].items())
+    assert main(["reward", "eval", "task=panda_push", f"reward.checkpoint={train_dir / 'prm'}",
+                 "shift.episodes=1", "shift.batch_envs=1"]) == 0
+    assert (train_dir / "prm" / "eval_metrics.json").is_file()
 
 
 def test_reward_train_errors_are_clear(tmp_path, capsys):

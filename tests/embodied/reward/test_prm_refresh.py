@@ -154,6 +154,11 @@ def test_refresh_in_the_loop_swaps_the_prm_between_rollouts_only(tmp_path):
         assert torch.allclose(d.target[:d.size], labels, atol=1e-5)
         log = wrapped.timing_summary()["shaping"]["prm_refresh"]["log"]
         assert [e["refresh"] for e in log] == [1, 2] and log[0]["loop_states"] == 2 * 4
+        # the run's copy of the PRM is the refreshed one, not the checkpoint it started from
+        saved = make_reward_model({"name": "prm", "checkpoint": str(
+            wrapped.save_reward_model(tmp_path / "run"))})
+        assert saved.info["refreshed"]["refreshes"] == 2
+        assert mean_score(saved, probe) == seen[-1] != seen[0]
     finally:
         wrapped.close()
 

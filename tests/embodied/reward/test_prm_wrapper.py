@@ -268,6 +268,34 @@ def test_simulator_progress_through_the_same_distillation():
         wrapped.close()
 
 
+def test_shaping_target_advantage_reaches_the_ppo_advantages(tmp_path):
+    from embodied.rl import OnPolicyRunner, PPOConfig
+
+    env = short_env(4)
+    cfg = {"mode": "prm+sparse", "model": {"name": "sim_progress"}, "prm_weight": 2.0,
+           "shaping_target": "advantage"}
+    wrapped = wrap_reward(env, cfg, gamma=GAMMA)
+    small = PPOConfig(num_steps=6, num_epochs=1, num_mini_batches=2, actor_hidden=[8],
+                      critic_hidden=[8], gamma=GAMMA)
+    runner = OnPolicyRunner(wrapped, small, tmp_path, save_interval=0, progress=False)
+    try:
+        wrapped.reset()
+        p0 = env.task.progress().float()
+        _, reward, _, _, info = wrapped.step(0.3 * torch.randn(4, env.action_dim))
+        assert torch.equal(reward, info["success"].float())  # no shaping in the reward
+        torch.testing.assert_close(info["advantage_shaping"],
+                                   2.0 * (GAMMA * info["progress"] - p0))
+        assert wrapped.timing_summary()["shaping"]["shaping_target"] == "advantage"
+        runner.obs = None
+        runner.collect()
+        storage = runner.storage
+        assert storage.has_shaping and storage.shaping.abs().sum() > 0
+        running = ~storage.dones  # (finished envs' rewards carry the time-out bootstrap)
+        assert set(storage.rewards[running].unique().tolist()) <= {0.0, 1.0}
+    finally:
+        wrapped.close()
+
+
 def test_sparse_and_state_modes():
     env = short_env()
     try:

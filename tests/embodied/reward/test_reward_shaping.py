@@ -139,8 +139,22 @@ def test_shaping_weight_relative_to_the_sparse_return():
         shaping_weight(cfg, 1.0)
 
 
+def test_shaping_in_the_advantage_leaves_the_reward_sparse():
+    info = {"success": b(T, F, T), "diverged": b(F, F, T)}
+    mixer = RewardMixer.from_config({"mode": "prm+sparse", "prm_weight": 2.0,
+                                     "shaping_target": "advantage"}, gamma=0.5)
+    mixer.reset(t(0.2, 0.4, 0.6))
+    r = mixer(t(5.0, 5.0, 5.0), b(F, T, F), b(F, F, T), info, phi_obs=t(0.6, 0.0, 0.0),
+              phi_final=t(1.0, 1.0, 1.0))
+    torch.testing.assert_close(r, t(1.0, 0.0, 0.0))  # the sparse reward alone
+    # the weighted term of test_reward_mixer_one_step, for the learner's advantages
+    torch.testing.assert_close(mixer.advantage_term, 2.0 * t(0.1, -0.4, 0.0))
+    assert RewardMixer("prm+sparse").advantage_term is None  # shaping_target=return
+
+
 @pytest.mark.parametrize("override, fragment", [
     ("reward.prm_weight_unit=relative", "reward.prm_weight_unit=relative: choose one of"),
+    ("reward.shaping_target=value", "reward.shaping_target=value: choose one of"),
     ("reward.mode=dense", "unknown reward mode 'dense' (reward.mode)")])
 def test_bad_shaping_settings_are_one_line(override, fragment, tmp_path, capsys):
     args = ["train", "task=panda_reach", "reward=prm", override, "num_envs=2",

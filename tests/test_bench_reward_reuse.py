@@ -1,0 +1,32 @@
+"""bench/reward_rl.py --reuse-runs reads back only runs trained with the settings asked for."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.reward_model import same_settings
+from embodied.config import load_config
+
+ARGS = ["task=panda_reach", "reward=prm", "algo.value_clip=0.2", "seed=1"]
+
+
+def saved_run(folder: Path, args: list[str]) -> Path:
+    """A run folder whose config.yaml is that of `embodied train` with ``args``."""
+    folder.mkdir(parents=True)
+    OmegaConf.save(load_config("train", [*args, f"run_dir={folder}"]), folder / "config.yaml")
+    return folder
+
+
+def test_only_runs_of_the_same_settings_are_reused(tmp_path, capsys):
+    run = saved_run(tmp_path / "prm_shaped_seed1", ARGS)
+    # the run folder differs (a screen copied into the benchmark's folder): still the same run
+    assert same_settings(run, load_config("train", [*ARGS, "run_dir=elsewhere"]))
+    for other in ("algo.value_clip=null", "reward.shaping_target=advantage",
+                  "reward.loop.refresh.every=2", "seed=2"):
+        assert not same_settings(run, load_config("train", [*ARGS, other])), other
+    assert "training it again" in capsys.readouterr().out
