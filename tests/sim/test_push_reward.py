@@ -14,6 +14,7 @@ from sim import make_env
 from sim.tasks.panda_base import TABLE_TOP
 from sim.tasks.panda_push import PUSH_HEIGHT, PushExpert, push_target
 from sim.tasks.panda_push.terms import (
+    goal_hold,
     goal_rest,
     push_lateral,
     push_low,
@@ -224,26 +225,56 @@ def test_push_progress_pays_pushing_and_not_waiting():
     assert (wait < 0.05).all(), wait
 
 
+def _in_goal_twice_and_outside(env, dof: int, speed: float) -> None:
+    """Envs 0 and 1: the cube at rest in the goal, env 2: the cube outside it; the tcp
+    10 cm above the table beside the goal; then ``qvel[dof] = speed`` in env 1 only."""
+    z, goal = TABLE_TOP + HALF, (0.55, 0.1)
+    for i, cube in enumerate([(0.55, 0.1, z), (0.55, 0.1, z), (0.45, -0.05, z)]):
+        _place(env, i, (0.4, 0.1, 0.1), cube, goal)
+    env.state.qvel[1, dof] = speed
+    env.physics.forward(torch.tensor([1]))
+    env.task.clear_cache()
+    assert env.task.success().tolist() == [True, True, False]
+
+
+def _assert_pays_rest_only(paid: torch.Tensor, rest_min: float) -> None:
+    """``paid`` [3] on :func:`_in_goal_twice_and_outside`: above ``rest_min`` at rest in
+    the goal, less than a tenth of that with the motion, nothing outside the goal."""
+    rest, moving, outside = paid.tolist()
+    assert rest > rest_min, rest
+    assert moving < 0.1 * rest, (rest, moving)
+    assert outside == 0.0
+
+
 def test_cube_sliding_through_the_goal_scores_less_than_resting_in_it():
     """The overshoot PPO fell into: a cube pushed through the goal at speed meets the
     success criterion on its way. ``goal_rest`` pays the cube at rest in the goal, far
     less the same cube sliding at 0.1 m/s, and nothing outside the goal."""
     env = make_env("panda_push", num_envs=3, seed=0, obs_noise=False)
     try:
-        z, goal = TABLE_TOP + HALF, (0.55, 0.1)
-        for i, cube in enumerate([(0.55, 0.1, z), (0.55, 0.1, z), (0.45, -0.05, z)]):
-            _place(env, i, (0.4, 0.1, 0.1), cube, goal)
         task = env.task
-        start = task.cube_dofs.start  # free joint: planar linear velocity first
-        env.state.qvel[1, start:start + 2] = torch.tensor([0.1, 0.0], dtype=torch.float64)
-        env.physics.forward(torch.tensor([1]))
-        task.clear_cache()
-        assert task.success().tolist() == [True, True, False]
+        _in_goal_twice_and_outside(env, task.cube_dofs.start, 0.1)  # free joint: vx first
         assert task.cube_speed[1].item() == pytest.approx(0.1)
-        rest, sliding, outside = goal_rest(task, speed=0.02).tolist()
-        assert rest > 0.95, rest
-        assert sliding < 0.1 * rest, (rest, sliding)
-        assert outside == 0.0
+        _assert_pays_rest_only(goal_rest(task, speed=0.02), 0.95)
+    finally:
+        env.close()
+
+
+def test_hand_still_at_the_goal_scores_more_than_pushing_on():
+    """What loses success: the hand keeps moving at pushing speed once the cube is in the
+    goal and pushes it back out. ``goal_hold`` pays the tcp at rest while the cube is in
+    the goal, far less the tcp moving at about 0.2 m/s (the arm's base joint turning, so
+    :attr:`ee_speed` is its planar distance from the base axis times the turn rate), and
+    nothing with the cube outside the goal."""
+    env = make_env("panda_push", num_envs=3, seed=0, obs_noise=False)
+    try:
+        task = env.task
+        # joint 1 turns the arm about the vertical axis through link1
+        _in_goal_twice_and_outside(env, task.dof_ids.start, 0.5)
+        axis = env.state.xpos[1, env.task.sim.body_id("link1"), :2]
+        radius = (task.ee_pos[1, :2] - axis).norm().item()
+        assert task.ee_speed.tolist() == pytest.approx([0.0, 0.5 * radius, 0.0], abs=1e-6)
+        _assert_pays_rest_only(goal_hold(task, speed=0.1), 0.99)
     finally:
         env.close()
 

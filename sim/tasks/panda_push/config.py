@@ -18,6 +18,7 @@ def _rewards() -> dict[str, RewardTermCfg]:
         "push_progress": RewardTermCfg(0.0, {"speed": 0.1, "taper": 0.0}),
         "push_lateral": RewardTermCfg(0.0, {"std": 0.01}),
         "goal_rest": RewardTermCfg(0.0, {"speed": 0.02}),
+        "goal_hold": RewardTermCfg(0.0, {"speed": 0.1}),
         "gripper_open": RewardTermCfg(-0.02),
         "action_rate": RewardTermCfg(-0.0005),
         "success": RewardTermCfg(1.0),

@@ -14,6 +14,7 @@ from sim.tasks.panda_base import ARM_OBSERVATIONS, TABLE_TOP
 from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask
 from sim.tasks.panda_push.config import PandaPushConfig
 from sim.tasks.panda_push.terms import (
+    goal_hold,
     goal_rest,
     gripper_open,
     obs_push_target_rel,
@@ -81,8 +82,10 @@ class PandaPush(CubeTask):
     by default): ``push_low`` (a kernel to the pushing pose, never raised by the
     approach lift), ``push_progress`` (the cube's speed towards the goal, gated like
     ``push_cube``, optionally tapered off on arrival), ``push_lateral`` (a kernel of the
-    tcp's offset across the push line, gated like ``push_cube``) and ``goal_rest`` (the
-    cube at rest in the goal, so pushing it through the goal pays less than stopping).
+    tcp's offset across the push line, gated like ``push_cube``), ``goal_rest`` (the
+    cube at rest in the goal, so pushing it through the goal pays less than stopping)
+    and ``goal_hold`` (the tcp still while the cube is in the goal, so the hand stops
+    instead of pushing the cube back out).
     A cube lifted over the goal or a tcp hovering there scores far less than success.
     A sparse reward mode keeps only ``success``.
     """
@@ -97,7 +100,7 @@ class PandaPush(CubeTask):
     reward_functions: ClassVar[TermFunctions] = {
         "push_approach": push_approach, "push_pose": push_pose, "push_low": push_low,
         "push_cube": push_cube, "push_progress": push_progress,
-        "push_lateral": push_lateral, "goal_rest": goal_rest,
+        "push_lateral": push_lateral, "goal_rest": goal_rest, "goal_hold": goal_hold,
         "gripper_open": gripper_open, "action_rate": action_rate, "success": success}
 
     @property
@@ -160,6 +163,13 @@ class PandaPush(CubeTask):
     def cube_speed(self) -> torch.Tensor:
         """[B] planar speed of the cube centre (m/s)."""
         return self.sim.qvel[:, self.cube_dofs][:, :2].norm(dim=1)
+
+    @property
+    @per_step
+    def ee_speed(self) -> torch.Tensor:
+        """[B] planar speed of the tcp (m/s): the site Jacobian times the arm's joint speeds."""
+        jac = self.sim.site_jacobian(self.ee)[:, :2, self.dof_ids]
+        return (jac @ self.sim.qvel[:, self.dof_ids].unsqueeze(-1)).squeeze(-1).norm(dim=1)
 
     @property
     def cube_on_table(self) -> torch.Tensor:

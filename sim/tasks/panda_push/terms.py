@@ -64,6 +64,11 @@ class PushingTask(Protocol):
         ...
 
     @property
+    def ee_speed(self) -> torch.Tensor:
+        """[B] planar speed of the tcp (m/s)."""
+        ...
+
+    @property
     def cube_goal_dist(self) -> torch.Tensor:
         """[B] planar cube-to-goal distance (m)."""
         ...
@@ -156,6 +161,16 @@ def goal_rest(task: PushingTask, speed: float) -> torch.Tensor:
     0 while the episode's goal is not reached.
     """
     return (1.0 - torch.tanh(task.cube_speed / speed)) * task.success()
+
+
+def goal_hold(task: PushingTask, speed: float) -> torch.Tensor:
+    """[B] ``1 - tanh(v / speed)`` of the tcp's planar speed ``v``, only on success.
+
+    Pays the hand for stopping once the cube is in the goal: a tcp that keeps moving
+    at pushing speed (and pushes the cube back out of the goal) earns little of it, a
+    still one 1 per step. 0 while the episode's goal is not reached.
+    """
+    return (1.0 - torch.tanh(task.ee_speed / speed)) * task.success()
 
 
 def gripper_open(task: PushingTask) -> torch.Tensor:
