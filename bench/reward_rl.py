@@ -14,7 +14,12 @@ rewards:
 - ``oracle_dense``: the task's hand-written dense reward (``reward=oracle``).
 
 Success against env steps goes to ``bench/results/reward_rl_<task>.png`` and the JSON.
-The PRM of a task is the one ``bench/reward_model.py`` trained (trained here if missing).
+The PRM (unless ``--prm``) is built here and cached under the benchmark's run folder with
+the recipe a user follows (docs/reward-models.md): a dense-reward PPO run of the task
+(seed 0, the arms' budget, a checkpoint every 10 iterations; ``<runs>/prm_policy/<task>``),
+then ``embodied reward train`` with ``data.policy_run`` set to it (its rollouts at several
+stages, noisy, and random actions beside the scripted episodes; ``<runs>/prm_coverage/
+<task>``). A PRM of scripted episodes alone failed on the policy's own states.
 Target (issue): PRM-shaped >= 80% success where sparse alone stays under 20%, in no more
 than 2x the env steps of the oracle. The PPO settings are the task's shipped ones
 (configs/algo/ppo/<task>.yaml) with those reward=prm adds (configs/reward_algo/ppo/
@@ -49,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import RESULTS, merge_sections, parser, write_result
 from bench.reward_model import TASKS, bench_root, ppo_run, prm_dir, train_prm
+from embodied.config import load_config
 
 RL_TASKS = ("panda_reach", "panda_push")
 BUDGETS = {"panda_reach": 400_000, "panda_push": 1_000_000, "panda_pick_place": 1_000_000}
@@ -66,6 +72,28 @@ ALL_ARMS = tuple(ARMS)
 # a clipped value loss, which shaping needs), so the arms differ in their reward alone.
 SHARED_PPO = ["algo.value_clip=0.2"]
 SHAPED_ARMS = ("prm_shaped", "sim_progress_shaped", "sim_progress_distilled")
+
+
+def policy_run(task: str, quick: bool) -> Path:
+    """The dense-reward PPO run whose checkpoints cover the policy's states (cached)."""
+    from embodied.commands.train import run_train
+
+    run_dir = bench_root(quick) / "prm_policy" / task
+    if not (run_dir / "summary.json").is_file():
+        budget = 2 * 16 * 32 if quick else BUDGETS[task]
+        run_train(load_config("train", [
+            f"task={task}", "reward=oracle", f"total_env_steps={budget}", "seed=0",
+            f"save_interval={1 if quick else 10}", "progress=false", "eval.video_envs=0",
+            f"run_dir={run_dir}", *(["num_envs=16", "eval.num_envs=8"] if quick else [])]))
+    return run_dir
+
+
+def coverage_prm(task: str, quick: bool) -> tuple[Path, dict]:
+    """The benchmark's PRM of ``task`` (built if missing) and its held-out metrics."""
+    run_dir = bench_root(quick) / "prm_coverage" / task
+    metrics = train_prm(task, quick, reuse=True, run_dir=run_dir,
+                        extra=(f"data.policy_run={policy_run(task, quick)}",))
+    return run_dir, metrics
 
 
 def plot(task: str, arms: dict, budget: int, path: Path) -> None:
@@ -123,9 +151,9 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
     ``kept``: arms of an earlier run of the same budget and seeds that this run does not
     rerun (``--arm``); they are reported beside the new ones with the date they ran.
     """
-    prm = prm or prm_dir(task, quick)
-    if not (prm / "prm.pt").is_file():
-        train_prm(task, quick, reuse=True)
+    built = None
+    if prm is None:
+        prm, built = coverage_prm(task, quick)
     budget = budget or (2 * 16 * 32 if quick else BUDGETS[task])
     extra = SHARED_PPO + (["num_envs=16", "eval.num_envs=8"] if quick else [])
     load_before = round(os.getloadavg()[0], 2)
@@ -140,7 +168,8 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
     png = folder / f"reward_rl_{task}{'.quick' if quick else ''}.png"
     folder.mkdir(parents=True, exist_ok=True)
     plot(task, arms, budget, png)
-    out = {"budget_env_steps": budget, "seeds": seeds, "prm": str(prm), "arms": arms,
+    out = {"budget_env_steps": budget, "seeds": seeds, "prm": str(prm),
+           **({"prm_build": built} if built else {}), "arms": arms,
            "shaping": {name: (a["reward_timing"] or {}).get("shaping")
                        for name, a in arms.items()},
            "load_avg_1min": [load_before, round(os.getloadavg()[0], 2)],
