@@ -296,6 +296,14 @@ def reward_rl(r: dict) -> str:
                          " / ".join(f"{q['model']:.2f}" for q in per_seed) +
                          ", distilled MLP (before fitting them) " +
                          " / ".join(f"{q['distilled']:.2f}" for q in per_seed))
+        states = (r.get(f"{task}_policy_states") or {}).get("policies")
+        if states:  # fresh noisy rollouts of each seed's PRM-arm policy (--policy-states)
+            for prm in states[0]["prms"]:
+                notes.append(f"PRM `{prm}` on fresh rollouts of the PRM arm's final policies "
+                             f"(noise {states[0]['action_noise']}), per seed: Pearson " +
+                             " / ".join(f"{s['prms'][prm]['pearson']:.2f}" for s in states) +
+                             ", step-delta " + " / ".join(
+                                 f"{s['prms'][prm]['step_delta_pearson']:.2f}" for s in states))
         met = ", ".join(f"{k}: {'met' if v else 'missed'}" for k, v in rl["targets"].items())
         load = rl.get("load_avg_1min")
         notes.append(f"targets: {met}" + (f"; load average (1 min) before/after: "

@@ -325,7 +325,10 @@ def ppo_run(task: str, name: str, overrides: list[str], budget: int, prm: Path |
             "eval_success": summary["eval"]["success_rate"] if summary["eval"] else None,
             "env_steps_to_80": int(steps[reached[0]]) if len(reached) else None,
             "train_seconds": summary["train_seconds"],
-            "collection_fps": round(float(summary["collection_fps"]), 1),
+            # over the whole run (the summary's is the last iteration's, which an online
+            # PRM refresh every few rollouts may or may not fall in)
+            "collection_fps": round(float(steps[-1] / np.sum(m["collection_s"])), 1),
+            "collection_fps_last_iteration": round(float(summary["collection_fps"]), 1),
             "reward_timing": summary["reward_timing"]}
 
 

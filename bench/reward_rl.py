@@ -27,15 +27,16 @@ prm.yaml), the same for every arm; a rerun with ``--task panda_push`` replaces o
 task's section of the result file.
 
 ``--policy-states`` measures instead how well PRMs (``--prm`` run folders) hold on the
-states of PPO policies (``--eval-policy``: a run folder of `embodied train`, whose
+states of PPO policies (``--eval-policy``: run folders of `embodied train`, whose
 checkpoints at ``--stages`` stages of training are rolled out with action noise on
-fresh seeds): Pearson with the simulator's progress (over all states and per stage),
-the correlation of the step-to-step change (what shaping pays), held-out paraphrases
-(mean absolute change of the score), near-miss instructions (mean score on states whose
-true progress is >= 0.5) and, for PRMs with temporal context, VOC of reversed expert
-episodes and their mean score (a reversed clip has made no progress). Targets (issue):
-Pearson >= 0.9, step-delta >= 0.6, paraphrase within 0.1, near miss <= 0.3. The
-section ``<task>_policy_states`` is merged into the result file.
+fresh seeds; default PRM: the benchmark's): Pearson with the simulator's progress
+(over all states and per stage), the correlation of the step-to-step change (what
+shaping pays), held-out paraphrases (mean absolute change of the score), near-miss
+instructions (mean score on states whose true progress is >= 0.5) and, for PRMs with
+temporal context, VOC of reversed expert episodes and their mean score (a reversed clip
+has made no progress). Targets (issue): Pearson >= 0.9, step-delta >= 0.6, paraphrase
+within 0.1, near miss <= 0.3. The section ``<task>_policy_states`` (one entry per
+``--eval-policy``, under ``policies``) is merged into the result file.
 
 Run: ``python bench/reward_rl.py`` (full: about 25 minutes on 2 shared cores) or ``--quick``.
 """
@@ -53,7 +54,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import RESULTS, merge_sections, parser, write_result
-from bench.reward_model import TASKS, bench_root, ppo_run, prm_dir, train_prm
+from bench.reward_model import TASKS, bench_root, ppo_run, train_prm
 from embodied.config import load_config
 
 RL_TASKS = ("panda_reach", "panda_push")
@@ -245,8 +246,9 @@ def main() -> None:
                    help="measure PRMs on PPO policy states instead (see the module doc)")
     p.add_argument("--prm", action="append", type=Path, default=None,
                    help="--policy-states: a PRM run folder (repeatable)")
-    p.add_argument("--eval-policy", type=Path, default=None,
-                   help="--policy-states: a run folder of `embodied train` to roll out")
+    p.add_argument("--eval-policy", action="append", type=Path, default=None,
+                   help="--policy-states: a run folder of `embodied train` to roll out "
+                        "(repeatable, e.g. the PRM arm's run of each seed)")
     p.add_argument("--stages", type=int, default=4)
     p.add_argument("--episodes", type=int, default=16, help="episodes per stage")
     p.add_argument("--noise", type=float, default=0.2, help="action noise std")
@@ -257,9 +259,12 @@ def main() -> None:
     if args.policy_states:
         task = (args.task or [RL_TASKS[0]])[0]
         name = f"{task}_policy_states"
-        figures = {name: policy_states(task, args.prm or [prm_dir(task, args.quick)],
-                                       args.eval_policy, args.stages, args.episodes,
-                                       args.noise, args.eval_seed, args.quick)}
+        if not args.eval_policy:
+            p.error("--policy-states needs --eval-policy RUN (a run folder of `embodied train`)")
+        prms = args.prm or [coverage_prm(task, args.quick)[0]]
+        figures = {name: {"policies": [
+            policy_states(task, prms, policy, args.stages, args.episodes, args.noise,
+                          args.eval_seed, args.quick) for policy in args.eval_policy]}}
         if args.label:  # an exploratory measurement: beside its runs, results untouched
             path = bench_root(args.quick) / f"rl_{args.label}" / "policy_states.json"
             path.parent.mkdir(parents=True, exist_ok=True)
