@@ -266,9 +266,10 @@ def reward_rl(r: dict) -> str:
             ev = "-" if a["eval_success"] is None else f"{a['eval_success']:.0%}"
             if seeds > 1 and a["eval_success"] is not None:
                 ev += " (" + ", ".join(f"{e:.0%}" for e in a["eval_success_per_seed"]) + ")"
+            ratio = rl["collection_fps_ratio_vs_sparse"][name]
             lines.append(f"| {name} | {ev} | {a['final_train_success']:.0%} | "
                          f"{_fmt(a['env_steps_to_80'])} | {a['collection_fps']:,.0f} "
-                         f"({rl['collection_fps_ratio_vs_sparse'][name]:.2f}) |")
+                         f"({'-' if ratio is None else f'{ratio:.2f}'}) |")
         timing = rl["arms"]["prm_shaped"]["reward_timing"]
         notes = ["distilled PRM step: " + ", ".join(
             f"{k} {v:.0%}" for k, v in timing["share"].items()) +
@@ -296,6 +297,14 @@ def reward_rl(r: dict) -> str:
                          " / ".join(f"{q['model']:.2f}" for q in per_seed) +
                          ", distilled MLP (before fitting them) " +
                          " / ".join(f"{q['distilled']:.2f}" for q in per_seed))
+        states = (r.get(f"{task}_policy_states") or {}).get("policies")
+        if states:  # fresh noisy rollouts of each seed's PRM-arm policy (--policy-states)
+            for prm in states[0]["prms"]:
+                notes.append(f"PRM `{prm}` on fresh rollouts of the PRM arm's final policies "
+                             f"(noise {states[0]['action_noise']}), per seed: Pearson " +
+                             " / ".join(f"{s['prms'][prm]['pearson']:.2f}" for s in states) +
+                             ", step-delta " + " / ".join(
+                                 f"{s['prms'][prm]['step_delta_pearson']:.2f}" for s in states))
         met = ", ".join(f"{k}: {'met' if v else 'missed'}" for k, v in rl["targets"].items())
         load = rl.get("load_avg_1min")
         notes.append(f"targets: {met}" + (f"; load average (1 min) before/after: "
@@ -660,7 +669,11 @@ INTROS = {
         "weight and the online PRM refresh in [the shaping-design "
         "notes](experiments/2026-11-24-prm-shaping-design.md), the shaping in PPO's "
         "advantages in [the advantage-shaping "
-        "notes](experiments/2026-11-24-prm-advantage-shaping.md)."),
+        "notes](experiments/2026-11-24-prm-advantage-shaping.md), the PRM the benchmark "
+        "builds (a dense run's rollouts in its data) and the refresh every 2 rollouts in "
+        "[the reproducible-PRM notes](experiments/2026-11-25-prm-reach-reproducible.md). "
+        "Collection steps/s are over the whole run; the ratio only against a sparse arm "
+        "of the same run."),
     "offline": (
         "BC on clean scripted-expert episodes of `panda_push` and `panda_pick_place`; a "
         "mixed-quality `panda_push` dataset collected by the benchmark (three views), "

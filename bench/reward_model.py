@@ -99,14 +99,18 @@ def reused_prm(run_dir: Path) -> dict:
             "data": info["data"], "run_dir": str(run_dir), "reused": True}
 
 
-def train_prm(task: str, quick: bool, reuse: bool) -> dict:
-    """``embodied reward train`` for ``task`` (or the earlier run's PRM); held-out metrics."""
+def train_prm(task: str, quick: bool, reuse: bool, run_dir: Path | None = None,
+              extra: tuple[str, ...] = ()) -> dict:
+    """``embodied reward train`` for ``task`` (or the earlier run's PRM); held-out metrics.
+
+    ``run_dir``: where (default :func:`prm_dir`); ``extra``: further overrides.
+    """
     from embodied.commands.reward_train import run_reward_train
 
-    run_dir = prm_dir(task, quick)
+    run_dir = run_dir or prm_dir(task, quick)
     if reuse and (run_dir / "metrics.json").is_file():
         return reused_prm(run_dir)
-    overrides = [f"task={task}", f"run_dir={run_dir}", *TASK_OVERRIDES.get(task, [])]
+    overrides = [f"task={task}", f"run_dir={run_dir}", *TASK_OVERRIDES.get(task, []), *extra]
     if quick:
         overrides += ["data.episodes=16", "data.batch_envs=8", "data.stride=10",
                       "train.epochs=1"]
@@ -321,7 +325,10 @@ def ppo_run(task: str, name: str, overrides: list[str], budget: int, prm: Path |
             "eval_success": summary["eval"]["success_rate"] if summary["eval"] else None,
             "env_steps_to_80": int(steps[reached[0]]) if len(reached) else None,
             "train_seconds": summary["train_seconds"],
-            "collection_fps": round(float(summary["collection_fps"]), 1),
+            # over the whole run (the summary's is the last iteration's, which an online
+            # PRM refresh every few rollouts may or may not fall in)
+            "collection_fps": round(float(steps[-1] / np.sum(m["collection_s"])), 1),
+            "collection_fps_last_iteration": round(float(summary["collection_fps"]), 1),
             "reward_timing": summary["reward_timing"]}
 
 

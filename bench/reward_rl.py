@@ -14,7 +14,12 @@ rewards:
 - ``oracle_dense``: the task's hand-written dense reward (``reward=oracle``).
 
 Success against env steps goes to ``bench/results/reward_rl_<task>.png`` and the JSON.
-The PRM of a task is the one ``bench/reward_model.py`` trained (trained here if missing).
+The PRM (unless ``--prm``) is built here and cached under the benchmark's run folder with
+the recipe a user follows (docs/reward-models.md): a dense-reward PPO run of the task
+(seed 0, the arms' budget, a checkpoint every 10 iterations; ``<runs>/prm_policy/<task>``),
+then ``embodied reward train`` with ``data.policy_run`` set to it (its rollouts at several
+stages, noisy, and random actions beside the scripted episodes; ``<runs>/prm_coverage/
+<task>``). A PRM of scripted episodes alone failed on the policy's own states.
 Target (issue): PRM-shaped >= 80% success where sparse alone stays under 20%, in no more
 than 2x the env steps of the oracle. The PPO settings are the task's shipped ones
 (configs/algo/ppo/<task>.yaml) with those reward=prm adds (configs/reward_algo/ppo/
@@ -22,17 +27,19 @@ prm.yaml), the same for every arm; a rerun with ``--task panda_push`` replaces o
 task's section of the result file.
 
 ``--policy-states`` measures instead how well PRMs (``--prm`` run folders) hold on the
-states of PPO policies (``--eval-policy``: a run folder of `embodied train`, whose
+states of PPO policies (``--eval-policy``: run folders of `embodied train`, whose
 checkpoints at ``--stages`` stages of training are rolled out with action noise on
-fresh seeds): Pearson with the simulator's progress (over all states and per stage),
-the correlation of the step-to-step change (what shaping pays), held-out paraphrases
-(mean absolute change of the score), near-miss instructions (mean score on states whose
-true progress is >= 0.5) and, for PRMs with temporal context, VOC of reversed expert
-episodes and their mean score (a reversed clip has made no progress). Targets (issue):
-Pearson >= 0.9, step-delta >= 0.6, paraphrase within 0.1, near miss <= 0.3. The
-section ``<task>_policy_states`` is merged into the result file.
+fresh seeds; default PRM: the benchmark's): Pearson with the simulator's progress
+(over all states and per stage), the correlation of the step-to-step change (what
+shaping pays), held-out paraphrases (mean absolute change of the score), near-miss
+instructions (mean score on states whose true progress is >= 0.5) and, for PRMs with
+temporal context, VOC of reversed expert episodes and their mean score (a reversed clip
+has made no progress). Targets (issue): Pearson >= 0.9, step-delta >= 0.6, paraphrase
+within 0.1, near miss <= 0.3. The section ``<task>_policy_states`` (one entry per
+``--eval-policy``, under ``policies``) is merged into the result file.
 
-Run: ``python bench/reward_rl.py`` (full: about 25 minutes on 2 shared cores) or ``--quick``.
+Run: ``python bench/reward_rl.py`` (full, reach: about 25 minutes a seed on 2 shared cores
+and about 6 to build the PRM; push longer) or ``--quick``.
 """
 
 from __future__ import annotations
@@ -48,7 +55,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import RESULTS, merge_sections, parser, write_result
-from bench.reward_model import TASKS, bench_root, ppo_run, prm_dir, train_prm
+from bench.reward_model import TASKS, bench_root, ppo_run, reused_prm, train_prm
+from embodied.config import load_config
 
 RL_TASKS = ("panda_reach", "panda_push")
 BUDGETS = {"panda_reach": 400_000, "panda_push": 1_000_000, "panda_pick_place": 1_000_000}
@@ -66,6 +74,31 @@ ALL_ARMS = tuple(ARMS)
 # a clipped value loss, which shaping needs), so the arms differ in their reward alone.
 SHARED_PPO = ["algo.value_clip=0.2"]
 SHAPED_ARMS = ("prm_shaped", "sim_progress_shaped", "sim_progress_distilled")
+
+
+def policy_run(task: str, quick: bool) -> Path:
+    """The dense-reward PPO run whose checkpoints cover the policy's states (cached)."""
+    from embodied.commands.train import run_train
+
+    run_dir = bench_root(quick) / "prm_policy" / task
+    if not (run_dir / "summary.json").is_file():
+        budget = 2 * 16 * 32 if quick else BUDGETS[task]
+        run_train(load_config("train", [
+            f"task={task}", "reward=oracle", f"total_env_steps={budget}", "seed=0",
+            f"save_interval={1 if quick else 10}", "progress=false", "eval.video_envs=0",
+            f"run_dir={run_dir}", *(["num_envs=16", "eval.num_envs=8"] if quick else [])]))
+    return run_dir
+
+
+def coverage_prm(task: str, quick: bool) -> tuple[Path, dict]:
+    """The benchmark's PRM of ``task`` (built if missing) and its held-out metrics."""
+    run_dir = bench_root(quick) / "prm_coverage" / task
+    if (run_dir / "metrics.json").is_file():
+        return run_dir, reused_prm(run_dir)
+    run = policy_run(task, quick)
+    data = (f"data.policies=[{{checkpoint: {run}, stages: 1, episodes: 8}}]" if quick  # smoke
+            else f"data.policy_run={run}")
+    return run_dir, train_prm(task, quick, reuse=False, run_dir=run_dir, extra=(data,))
 
 
 def plot(task: str, arms: dict, budget: int, path: Path) -> None:
@@ -123,9 +156,9 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
     ``kept``: arms of an earlier run of the same budget and seeds that this run does not
     rerun (``--arm``); they are reported beside the new ones with the date they ran.
     """
-    prm = prm or prm_dir(task, quick)
-    if not (prm / "prm.pt").is_file():
-        train_prm(task, quick, reuse=True)
+    built = None
+    if prm is None:
+        prm, built = coverage_prm(task, quick)
     budget = budget or (2 * 16 * 32 if quick else BUDGETS[task])
     extra = SHARED_PPO + (["num_envs=16", "eval.num_envs=8"] if quick else [])
     load_before = round(os.getloadavg()[0], 2)
@@ -140,16 +173,18 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
     png = folder / f"reward_rl_{task}{'.quick' if quick else ''}.png"
     folder.mkdir(parents=True, exist_ok=True)
     plot(task, arms, budget, png)
-    out = {"budget_env_steps": budget, "seeds": seeds, "prm": str(prm), "arms": arms,
+    out = {"budget_env_steps": budget, "seeds": seeds, "prm": str(prm),
+           **({"prm_build": built} if built else {}), "arms": arms,
            "shaping": {name: (a["reward_timing"] or {}).get("shaping")
                        for name, a in arms.items()},
            "load_avg_1min": [load_before, round(os.getloadavg()[0], 2)],
            "plot": str(png if label else png.relative_to(RESULTS.parent.parent)),
            "date": time.strftime("%Y-%m-%d %H:%M:%S")}
-    if "sparse" in arms:
-        sparse_fps = arms["sparse"]["collection_fps"]
+    if "sparse" in arms:  # speed only against a sparse arm of the same run (kept: None)
+        sparse = arms["sparse"]
         out["collection_fps_ratio_vs_sparse"] = {
-            name: round(a["collection_fps"] / sparse_fps, 3) for name, a in arms.items()}
+            name: round(a["collection_fps"] / sparse["collection_fps"], 3)
+            if a.get("ran") == sparse.get("ran") else None for name, a in arms.items()}
     targets = {}
     if "prm_shaped" in arms:
         targets["prm_shaped_eval>=0.8"] = (arms["prm_shaped"]["eval_success"] or 0) >= 0.8
@@ -216,8 +251,9 @@ def main() -> None:
                    help="measure PRMs on PPO policy states instead (see the module doc)")
     p.add_argument("--prm", action="append", type=Path, default=None,
                    help="--policy-states: a PRM run folder (repeatable)")
-    p.add_argument("--eval-policy", type=Path, default=None,
-                   help="--policy-states: a run folder of `embodied train` to roll out")
+    p.add_argument("--eval-policy", action="append", type=Path, default=None,
+                   help="--policy-states: a run folder of `embodied train` to roll out "
+                        "(repeatable, e.g. the PRM arm's run of each seed)")
     p.add_argument("--stages", type=int, default=4)
     p.add_argument("--episodes", type=int, default=16, help="episodes per stage")
     p.add_argument("--noise", type=float, default=0.2, help="action noise std")
@@ -228,9 +264,12 @@ def main() -> None:
     if args.policy_states:
         task = (args.task or [RL_TASKS[0]])[0]
         name = f"{task}_policy_states"
-        figures = {name: policy_states(task, args.prm or [prm_dir(task, args.quick)],
-                                       args.eval_policy, args.stages, args.episodes,
-                                       args.noise, args.eval_seed, args.quick)}
+        if not args.eval_policy:
+            p.error("--policy-states needs --eval-policy RUN (a run folder of `embodied train`)")
+        prms = args.prm or [coverage_prm(task, args.quick)[0]]
+        figures = {name: {"policies": [
+            policy_states(task, prms, policy, args.stages, args.episodes, args.noise,
+                          args.eval_seed, args.quick) for policy in args.eval_policy]}}
         if args.label:  # an exploratory measurement: beside its runs, results untouched
             path = bench_root(args.quick) / f"rl_{args.label}" / "policy_states.json"
             path.parent.mkdir(parents=True, exist_ok=True)

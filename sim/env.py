@@ -59,6 +59,10 @@ class EnvConfig:
     # Draw the infinite floor out to this many metres only (sim/render.py: several times
     # faster software rendering; pixels of floor inside it unchanged). None: MuJoCo's.
     render_plane_extent: float | None = None
+    # With render_plane_extent: each frame draws only the part of that floor its camera
+    # sees (sim/plane_crop.py: the same quads; pixels equal but for vertex rounding, at
+    # most 1 level in about 1e-5 of them). False: the whole extent in every frame.
+    render_plane_crop: bool = True
     # Camera frames: "gl" (MuJoCo's OpenGL renderer on CPU copies of the envs), "engine"
     # (the backend's own renderer: MuJoCo Warp's ray tracer), "auto": the engine's on a
     # GPU, else GL (on the CPU, GL rendered 3.4x more frames/s than Warp's ray tracer here).
@@ -360,8 +364,8 @@ class TaskEnv:
                            f"'{self.task.name}'; its cameras: {known}")
         resolution = self.model.cam_resolution[known.index(names[0])]
         width, height = width or int(resolution[0]), height or int(resolution[1])
-        extent = self.cfg.render_plane_extent
-        key = (names, width, height, extent)
+        extent, crop = self.cfg.render_plane_extent, self.cfg.render_plane_crop
+        key = (names, width, height, extent, crop)
         ids = list(range(self.num_envs)) if env_ids is None else [int(i) for i in env_ids]
         if self._engine_renders() and has_renderer(self.physics):
             if self._visual is not None:
@@ -372,7 +376,7 @@ class TaskEnv:
         if key not in self._renderers:
             self._renderers[key] = MultiViewRenderer(
                 self.model, names, width, height, tessellation=self.cfg.render_tessellation,
-                plane_extent=extent)
+                plane_extent=extent, crop_plane=crop)
         datas = self.physics.mjdata(ids)
         visual = None if self._visual is None else self._visual.batch(ids)
         return torch.from_numpy(self._renderers[key].render(datas, visual=visual))

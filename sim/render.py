@@ -18,7 +18,11 @@
   twice the far clipping distance, on every frame; with software GL that grid is most
   of a frame's time. ``plane_extent`` (opt-in) draws them instead out to that many
   metres only, on MuJoCo's own vertex lattice, so every pixel where the floor lies
-  inside the extent is unchanged; beyond it the background shows.
+  inside the extent is unchanged; beyond it the background shows. With one such plane,
+  each frame then draws only the square of that grid its camera can see
+  (:mod:`sim.plane_crop`: a few prepared sizes, one ``MjrContext`` each, placed on whole
+  cells), the same quads where they are in view: the same pixels, a fraction of the
+  floor's vertex work.
 * If ``width``/``height`` exceed ``model.vis.global_.offwidth/offheight`` the
   offscreen buffer is enlarged **on that private copy**; no error is raised.
 * Frames are read into a per-worker scratch buffer and copied once, flipped
@@ -45,6 +49,7 @@ from types import TracebackType
 from typing import Any
 
 from sim.gl import gl_context_class, select_gl_backend
+from sim.plane_crop import crop_sizes, visible_square
 from sim.visual import VisualBatch
 
 # Before `import mujoco`, which reads MUJOCO_GL. With no working backend the error is
@@ -83,17 +88,30 @@ def _plane_cell(model: mujoco.MjModel) -> float:
     return (2.1 * zfar + 2 * step) / grid
 
 
-def _finite_planes(ctx_model: mujoco.MjModel, extent: float) -> None:
-    """Make the untextured infinite planes of ``ctx_model`` finite, on MuJoCo's lattice.
+def _set_plane_size(ctx_model: mujoco.MjModel, geoms: Sequence[int], k: int,
+                    cell: float) -> None:
+    """Give the planes ``geoms`` of ``ctx_model`` a half-size of ``k`` cells on the lattice.
 
     A plane of half-size ``k * cell`` and grid spacing ``cell / 2`` is drawn by MuJoCo
-    with lines at the multiples of ``cell``, where the infinite plane's lines are, so the
-    quads (and the pixels) inside the extent are the same.
+    with lines at the multiples of ``cell`` from its centre, where the infinite plane's
+    lines are.
+    """
+    for i in geoms:
+        ctx_model.geom_size[i] = (k * cell * (1 + 1e-9), k * cell * (1 + 1e-9), cell / 2)
+
+
+def _finite_planes(ctx_model: mujoco.MjModel, extent: float) -> tuple[list[int], int, float]:
+    """Make the untextured infinite planes of ``ctx_model`` finite, on MuJoCo's lattice.
+
+    The quads (and the pixels) inside the extent are those of the infinite plane
+    (``_set_plane_size``). Returns the planes made finite, their half-size in cells and
+    the cell size (no planes if the extent would not draw fewer quads).
     """
     cell = _plane_cell(ctx_model)
     k = max(1, int(np.ceil(extent / cell)))
     if k >= 99:  # no fewer quads than the infinite grid
-        return
+        return [], k, cell
+    planes = []
     for i in range(ctx_model.ngeom):
         if ctx_model.geom_type[i] != mujoco.mjtGeom.mjGEOM_PLANE:
             continue
@@ -102,7 +120,62 @@ def _finite_planes(ctx_model: mujoco.MjModel, extent: float) -> None:
             continue  # a textured plane's lattice follows its texture: left as it is
         size = ctx_model.geom_size[i]
         if size[0] <= 0 and size[1] <= 0:
-            size[:] = (k * cell * (1 + 1e-9), k * cell * (1 + 1e-9), cell / 2)
+            planes.append(i)
+    _set_plane_size(ctx_model, planes, k, cell)
+    return planes, k, cell
+
+
+class _PlaneCrop:
+    """The cropped floor of one renderer: the plane, its grid and the prepared squares.
+
+    ``models[n]``: a copy of the context model whose plane is a square of half-size
+    ``n`` cells (one ``MjrContext`` each per worker).
+    """
+
+    def __init__(self, ctx_model: mujoco.MjModel, geom: int, full: int, cell: float) -> None:
+        self.geom, self.full, self.cell = geom, full, cell
+        self.sizes = crop_sizes(full)
+        self.models: dict[int, mujoco.MjModel] = {}
+        for n in self.sizes:
+            model = copy.copy(ctx_model)
+            _set_plane_size(model, [geom], n, cell)
+            self.models[n] = model
+
+    def scene_index(self, scene: mujoco.MjvScene, hint: int) -> int:
+        """Index of the plane among ``scene``'s geoms (``hint`` first), -1 if absent."""
+        geom_type = int(mujoco.mjtObj.mjOBJ_GEOM)
+        if hint < scene.ngeom:
+            g = scene.geoms[hint]
+            if g.objtype == geom_type and g.objid == self.geom:
+                return hint
+        for i in range(scene.ngeom):
+            g = scene.geoms[i]
+            if g.objtype == geom_type and g.objid == self.geom:
+                return i
+        return -1
+
+    def place(self, scene: mujoco.MjvScene, index: int, aspect: float) -> int | None:
+        """Move the plane of ``scene`` onto the square its camera sees; that square's size.
+
+        None: draw the full square (nothing is moved).
+        """
+        g = scene.geoms[index]
+        cam = mujoco.mjv_averageCamera(scene.camera[0], scene.camera[1])
+        if cam.orthographic or scene.enabletransform:
+            return None
+        pos, mat = g.pos.tolist(), g.mat.ravel().tolist()
+        frustum = (cam.frustum_near, cam.frustum_bottom, cam.frustum_top,
+                   cam.frustum_center, cam.frustum_width)
+        found = visible_square(pos, mat, tuple(cam.pos.tolist()), tuple(cam.forward.tolist()),
+                               tuple(cam.up.tolist()), frustum, aspect, self.cell, self.full,
+                               self.sizes)
+        if found is None:
+            return None
+        n, cx, cy = found
+        dx, dy = cx * self.cell, cy * self.cell  # along the plane's x and y axes
+        g.pos[:] = (pos[0] + mat[0] * dx + mat[1] * dy, pos[1] + mat[3] * dx + mat[4] * dy,
+                    pos[2] + mat[6] * dx + mat[7] * dy)
+        return n
 
 
 class _GLWorker:
@@ -114,15 +187,20 @@ class _GLWorker:
     """
 
     def __init__(self, index: int, ctx_model: mujoco.MjModel, model: mujoco.MjModel,
-                 cam_ids: Sequence[int], width: int, height: int, max_geom: int) -> None:
+                 cam_ids: Sequence[int], width: int, height: int, max_geom: int,
+                 crop: _PlaneCrop | None = None) -> None:
         self._gl = None
         self._con: mujoco.MjrContext | None = None
+        self._crop_cons: dict[int, mujoco.MjrContext] = {}
+        self._crop = crop
+        self._plane_index = 0
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = threading.Thread(
             target=self._loop, name=f"MultiViewRenderer-gl{index}", daemon=True)
         self._thread.start()
         try:
-            self._call(self._init, ctx_model, model, cam_ids, width, height, max_geom).result()
+            self._call(self._init, ctx_model, model, cam_ids, width, height,
+                       max_geom).result()
         except BaseException:
             self.close()
             raise
@@ -151,10 +229,11 @@ class _GLWorker:
         gl = gl_context_class()(width, height)
         gl.make_current()
         self._gl = gl
-        self._con = mujoco.MjrContext(ctx_model, mujoco.mjtFontScale.mjFONTSCALE_100)
-        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self._con)
-        if self._con.currentBuffer != mujoco.mjtFramebuffer.mjFB_OFFSCREEN:
-            raise RuntimeError("could not select MuJoCo's offscreen framebuffer")
+        if self._crop is not None:  # the smaller floor squares first, the full one last
+            for n, crop_model in self._crop.models.items():
+                self._crop_cons[n] = self._context(crop_model)
+        self._con = self._context(ctx_model)
+        self._bound = self._con
         self._scene = mujoco.MjvScene(model, maxgeom=max_geom)
         for flag in FAST_RENDER_FLAGS_OFF:
             self._scene.flags[flag] = 0
@@ -168,6 +247,29 @@ class _GLWorker:
         self._rect = mujoco.MjrRect(0, 0, width, height)
         self._scratch = np.empty((height, width, 3), dtype=np.uint8)
 
+    @staticmethod
+    def _context(ctx_model: mujoco.MjModel) -> mujoco.MjrContext:
+        """An ``MjrContext`` of ``ctx_model`` drawing into its offscreen framebuffer."""
+        con = mujoco.MjrContext(ctx_model, mujoco.mjtFontScale.mjFONTSCALE_100)
+        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, con)
+        if con.currentBuffer != mujoco.mjtFramebuffer.mjFB_OFFSCREEN:
+            raise RuntimeError("could not select MuJoCo's offscreen framebuffer")
+        return con
+
+    def _floor_context(self, crop: _PlaneCrop, scene: mujoco.MjvScene) -> mujoco.MjrContext:
+        """The context whose floor square covers what the scene's camera sees (bound)."""
+        con = self._con
+        index = crop.scene_index(scene, self._plane_index)
+        if index >= 0:
+            self._plane_index = index
+            n = crop.place(scene, index, self._rect.width / self._rect.height)
+            if n is not None:
+                con = self._crop_cons[n]
+        if con is not self._bound:
+            mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, con)
+            self._bound = con
+        return con
+
     def _render(self, datas: Sequence[mujoco.MjData], start: int, stop: int,
                 out: np.ndarray, visual: VisualBatch | None) -> None:
         scene, con, rect, scratch = self._scene, self._con, self._rect, self._scratch
@@ -179,6 +281,8 @@ class _GLWorker:
                 mujoco.mjv_updateScene(model, data, option, None, cam, catmask, scene)
                 if visual is not None:
                     visual.apply_to_scene(scene, b, cam.fixedcamid)
+                if self._crop is not None:
+                    con = self._floor_context(self._crop, scene)
                 mujoco.mjr_render(rect, scene, con)
                 mujoco.mjr_readPixels(scratch, None, rect, con)
                 # OpenGL rows run bottom-up: one flipped copy into the caller's array.
@@ -187,6 +291,9 @@ class _GLWorker:
                 visual.add_noise(out[b], b)
 
     def _free(self) -> None:
+        for con in self._crop_cons.values():
+            con.free()
+        self._crop_cons.clear()
         if self._con is not None:
             self._con.free()
             self._con = None
@@ -235,7 +342,7 @@ class MultiViewRenderer:
     def __init__(self, model: mujoco.MjModel, cameras: Sequence[str], width: int, height: int,
                  nthread: int | None = None, *,
                  tessellation: tuple[int, int] | None = None,
-                 plane_extent: float | None = None) -> None:
+                 plane_extent: float | None = None, crop_plane: bool = True) -> None:
         """Create the GL workers.
 
         Args:
@@ -255,6 +362,9 @@ class MultiViewRenderer:
                 planes (the floor) are drawn, on MuJoCo's own grid, instead of twice the
                 far clipping distance: pixels of floor within it are unchanged, floor
                 beyond it is not drawn. ``None`` (default): MuJoCo's infinite plane.
+            crop_plane: With ``plane_extent`` and one such plane, draw in each frame only
+                the square of its grid the camera sees (the same pixels, see the module
+                doc); False draws the whole extent in every frame.
 
         Raises:
             ValueError: For an unknown camera name (the message lists the model's
@@ -304,17 +414,20 @@ class MultiViewRenderer:
                                  f"got {tessellation}")
             ctx_model.vis.quality.numslices = slices
             ctx_model.vis.quality.numstacks = stacks
+        crop = None
         if plane_extent is not None:
             if float(plane_extent) <= 0:
                 raise ValueError(f"plane_extent must be positive metres, got {plane_extent}")
-            _finite_planes(ctx_model, float(plane_extent))
+            planes, full, cell = _finite_planes(ctx_model, float(plane_extent))
+            if crop_plane and len(planes) == 1 and crop_sizes(full):
+                crop = _PlaneCrop(ctx_model, planes[0], full, cell)
         # Enough room for every geom plus decorations such as tendons and flexes.
         max_geom = max(10_000, 2 * (model.ngeom + model.nsite + model.ntendon + model.nflex))
         try:
             # One after another: mujoco.egl initialises its shared EGL display lazily.
             for i in range(self._nthread):
                 self._workers.append(_GLWorker(i, ctx_model, model, self._cam_ids,
-                                               self._width, self._height, max_geom))
+                                               self._width, self._height, max_geom, crop))
         except BaseException:
             self.close()
             raise

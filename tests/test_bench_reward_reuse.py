@@ -27,6 +27,6 @@ def test_only_runs_of_the_same_settings_are_reused(tmp_path, capsys):
     # the run folder differs (a screen copied into the benchmark's folder): still the same run
     assert same_settings(run, load_config("train", [*ARGS, "run_dir=elsewhere"]))
     for other in ("algo.value_clip=null", "reward.shaping_target=advantage",
-                  "reward.loop.refresh.every=2", "seed=2"):
+                  "reward.loop.refresh.every=4", "seed=2"):
         assert not same_settings(run, load_config("train", [*ARGS, other])), other
     assert "training it again" in capsys.readouterr().out

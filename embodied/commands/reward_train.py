@@ -20,7 +20,7 @@ from embodied.commands.registry import command
 from embodied.config import save_config
 from embodied.envs import env_kwargs
 from embodied.reward.prm.checkpoint import CHECKPOINT_NAME, save_prm
-from embodied.reward.prm.data import DataConfig, load_or_simulate, policy_sources
+from embodied.reward.prm.data import DataConfig, all_policies, load_or_simulate, policy_sources
 from embodied.reward.prm.evaluate import evaluate, fit_success_calibration, print_metrics
 from embodied.reward.prm.model import LearnedPRM
 from embodied.reward.prm.network import PRMConfig
@@ -50,19 +50,18 @@ def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
     path = data_cfg.pop("path")
     model_kw = OmegaConf.to_container(cfg.model, resolve=True)
     PRMConfig(**model_kw)  # bad model settings fail before minutes of simulation
-    policy_sources(data_cfg["policies"])  # and so do missing policy checkpoints
+    data_config = DataConfig(task=cfg.task.name, **data_cfg)
+    policy_sources(all_policies(data_config))  # and so do missing policy checkpoints
     start = time.perf_counter()
     if main:
         save_config(OmegaConf.merge(cfg, {"run_dir": str(run_dir)}), run_dir)
         if path is None:
             print(f"simulating {data_cfg['episodes']} episodes of {cfg.task.name} ...",
                   flush=True)
-        data, path = load_or_simulate(path, DataConfig(task=cfg.task.name, **data_cfg),
-                                      run_dir / "data", progress_bar=True)
+        data, path = load_or_simulate(path, data_config, run_dir / "data", progress_bar=True)
     path = distributed.broadcast_object(str(path) if main else None)  # after rank 0 saved it
     if not main:
-        data, path = load_or_simulate(path, DataConfig(task=cfg.task.name, **data_cfg),
-                                      run_dir / "data")
+        data, path = load_or_simulate(path, data_config, run_dir / "data")
     sim_s = time.perf_counter() - start
     print(f"dataset {path}: {len(data.progress)} states of {len(data.episodes)} episodes "
           f"({sim_s:.0f} s)", flush=True)

@@ -313,7 +313,8 @@ def test_plane_extent_keeps_the_floor_pixels_inside_it() -> None:
     with MultiViewRenderer(model, CAMS, W, H, nthread=1) as r:
         full = r.render([data])
     # the cameras look down at the boxes: all the floor they see lies within about 10 m
-    with MultiViewRenderer(model, CAMS, W, H, nthread=1, plane_extent=15.0) as r:
+    with MultiViewRenderer(model, CAMS, W, H, nthread=1, plane_extent=15.0,
+                           crop_plane=False) as r:
         near = r.render([data])
     np.testing.assert_array_equal(near, full)
     assert model.geom_size[0].tolist() == [0.0, 0.0, 0.05]  # the caller's model untouched

@@ -75,9 +75,14 @@ class DataConfig:
     visual: dict[str, Any] | None = None
     # Rollouts of given policies, beside the episodes above. Each entry: ``checkpoint``
     # (a checkpoint file of `embodied train`, a run folder: ``stages`` of its checkpoints
-    # spread over training, or ``random``: uniform random actions), ``episodes`` per
-    # checkpoint, ``noise`` (std of Gaussian noise added to the deterministic actions).
+    # spread over training, or its ``first`` N checkpoints, or ``random``: uniform random
+    # actions), ``episodes`` per checkpoint, ``noise`` (std of Gaussian noise added to the
+    # deterministic actions).
     policies: list[dict[str, Any]] = field(default_factory=list)
+    # A run folder of `embodied train` (dense reward, checkpoints every few iterations)
+    # whose rollouts cover the states an RL policy visits: adds :data:`COVERAGE` of it to
+    # ``policies`` (see :func:`coverage_policies`). None: ``policies`` alone.
+    policy_run: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,22 +94,54 @@ class PolicySource:
     noise: float = 0.0
 
 
+# The policy-coverage recipe (``DataConfig.policy_run``): of a dense-reward PPO run, its
+# checkpoints at 4 stages spread over training (action noise 0.2), its first 3
+# checkpoints, before it succeeds (noise 0.3), and uniformly random actions.
+COVERAGE: tuple[dict[str, Any], ...] = (
+    {"stages": 4, "episodes": 32, "noise": 0.2},
+    {"first": 3, "episodes": 32, "noise": 0.3},
+    {"checkpoint": "random", "episodes": 16},
+)
+
+
+def coverage_policies(run: str | Path) -> list[dict[str, Any]]:
+    """The ``policies`` entries of :data:`COVERAGE` for the run folder ``run``.
+
+    Raises ``FileNotFoundError`` naming the fix if ``run`` holds no checkpoints.
+    """
+    if not any(Path(run).glob("checkpoints/model_*.pt")):
+        raise FileNotFoundError(f"data.policy_run: no checkpoints in {run}; pass a run folder "
+                                "of `embodied train` (a dense-reward run with save_interval=10)")
+    return [{"checkpoint": str(run)} | entry if "checkpoint" not in entry else dict(entry)
+            for entry in COVERAGE]
+
+
+def all_policies(cfg: DataConfig) -> list[dict[str, Any]]:
+    """``cfg.policies`` and, if ``cfg.policy_run`` is set, the coverage recipe of that run."""
+    run = [] if cfg.policy_run is None else coverage_policies(cfg.policy_run)
+    return [*cfg.policies, *run]
+
+
 def policy_sources(entries: list[dict[str, Any]]) -> list[PolicySource]:
     """``DataConfig.policies`` with run folders expanded into checkpoints of several stages.
 
-    Raises ``FileNotFoundError`` / ``ValueError`` naming the entry and the fix.
+    A run folder gives ``stages`` of its checkpoints spread over training, or with
+    ``first: N`` its N earliest. Raises ``FileNotFoundError`` / ``ValueError`` naming the
+    entry and the fix.
     """
     out = []
     for entry in entries:
-        unknown = set(entry) - {"checkpoint", "episodes", "noise", "stages"}
+        unknown = set(entry) - {"checkpoint", "episodes", "noise", "stages", "first"}
         if unknown or "checkpoint" not in entry:
             raise ValueError(f"data.policies entry {dict(entry)}: give checkpoint (a file, a "
-                             "run folder or random), episodes, and optionally noise, stages")
+                             "run folder or random), episodes, and optionally noise, stages "
+                             "or first")
         ckpt, episodes = str(entry["checkpoint"]), int(entry.get("episodes", 16))
         noise, stages = float(entry.get("noise", 0.0)), int(entry.get("stages", 4))
-        if episodes < 1 or noise < 0 or stages < 1:
-            raise ValueError(f"data.policies entry {dict(entry)}: episodes and stages must be "
-                             ">= 1 and noise >= 0")
+        first = entry.get("first")
+        if episodes < 1 or noise < 0 or stages < 1 or (first is not None and int(first) < 1):
+            raise ValueError(f"data.policies entry {dict(entry)}: episodes, stages and first "
+                             "must be >= 1 and noise >= 0")
         if ckpt == "random":
             out.append(PolicySource("random", episodes, noise))
             continue
@@ -113,7 +150,10 @@ def policy_sources(entries: list[dict[str, Any]]) -> list[PolicySource]:
         if not files or not files[0].is_file():
             raise FileNotFoundError(f"data.policies: no checkpoint at {ckpt}; pass a checkpoint "
                                     "file or run folder of `embodied train`, or random")
-        picks = np.unique(np.linspace(0, len(files) - 1, min(stages, len(files))).round())
+        if first is not None:
+            picks = np.arange(min(int(first), len(files)))
+        else:
+            picks = np.unique(np.linspace(0, len(files) - 1, min(stages, len(files))).round())
         out += [PolicySource(str(files[int(i)]), episodes, noise) for i in picks]
     return out
 
@@ -167,7 +207,7 @@ def _kinds(cfg: DataConfig) -> list[tuple[str, float, str | None]]:
     out = ([("expert", cfg.expert_noise, none)] * n_expert
            + [("noisy", cfg.noisy_noise, none)] * n_noisy
            + [("failed", cfg.random_scale, none)] * n_failed)
-    for src in policy_sources(cfg.policies):
+    for src in policy_sources(all_policies(cfg)):
         out += [("policy", src.noise, src.checkpoint)] * max(1, round(src.episodes
                                                                       / cfg.batch_envs))
     return out

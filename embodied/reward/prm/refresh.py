@@ -52,7 +52,7 @@ class RefreshConfig:
     """``reward.loop.refresh``: when and how the PRM is fine-tuned on the loop's states."""
 
     enabled: bool = False
-    every: int = 4                # PPO rollouts between refreshes
+    every: int = 2                # PPO rollouts between refreshes
     steps: int = 32               # gradient steps per refresh
     batch_size: int = 64          # states per gradient step (loop + replay)
     replay_fraction: float = 0.5  # share of each minibatch from the PRM's training data

@@ -81,6 +81,10 @@ def test_reward_train_errors_are_clear(tmp_path, capsys):
                  f"data.policies=[{{checkpoint: {tmp_path / 'none.pt'}, episodes: 4}}]"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "no checkpoint at" in err and "Traceback" not in err
+    assert main(["reward", "train", f"run_dir={tmp_path / 'c'}",
+                 f"data.policy_run={tmp_path / 'r'}"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: data.policy_run: no checkpoints in") and "Traceback" not in err
     assert main(["reward", "train", f"run_dir={tmp_path / 'q'}",
                  "model.context=later"]) == 2
     assert "model.context must be 'none' or 'start'" in capsys.readouterr().err

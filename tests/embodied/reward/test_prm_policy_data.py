@@ -7,7 +7,15 @@ import pytest
 import torch
 
 from embodied.export import load_checkpoint_policy
-from embodied.reward.prm.data import DataConfig, policy_sources, rollout_policy, simulate
+from embodied.reward.prm.data import (
+    COVERAGE,
+    DataConfig,
+    _kinds,
+    all_policies,
+    policy_sources,
+    rollout_policy,
+    simulate,
+)
 from sim import make_env
 
 
@@ -28,6 +36,35 @@ def test_run_folder_gives_checkpoints_of_several_stages(run):
         policy_sources([{"checkpoint": str(run / "nothing.pt"), "episodes": 4}])
     with pytest.raises(ValueError, match="give checkpoint"):
         policy_sources([{"path": str(run)}])
+
+
+def test_first_gives_the_earliest_checkpoints(run):
+    files = sorted(str(p) for p in (run / "checkpoints").glob("model_*.pt"))
+    sources = policy_sources([{"checkpoint": str(run), "first": 2, "episodes": 4}])
+    assert [s.checkpoint for s in sources] == files[:2]
+    assert [s.checkpoint for s in policy_sources([{"checkpoint": str(run), "first": 9}])] == files
+    with pytest.raises(ValueError, match="first must be >= 1"):
+        policy_sources([{"checkpoint": str(run), "first": 0}])
+
+
+def test_policy_run_adds_the_coverage_recipe(run):
+    files = sorted(str(p) for p in (run / "checkpoints").glob("model_*.pt"))
+    cfg = DataConfig(policies=[{"checkpoint": "random", "episodes": 8}], policy_run=str(run))
+    entries = all_policies(cfg)
+    assert entries[0] == {"checkpoint": "random", "episodes": 8}
+    assert entries[1:] == [{"checkpoint": str(run)} | e if "checkpoint" not in e else e
+                           for e in COVERAGE]
+    batches = [b for b in _kinds(cfg) if b[0] == "policy"]
+    stages, first, random = COVERAGE
+    # random: 8 + the recipe's; stages over 3 files give all 3, first 3 give all 3
+    per = {e: max(1, round(e / cfg.batch_envs)) for e in (8, stages["episodes"],
+                                                          first["episodes"], random["episodes"])}
+    assert [c for _, _, c in batches] == (
+        ["random"] * per[8] + [f for f in files for _ in range(per[stages["episodes"]])]
+        + [f for f in files for _ in range(per[first["episodes"]])]
+        + ["random"] * per[random["episodes"]])
+    assert {n for _, n, c in batches if c != "random"} == {stages["noise"], first["noise"]}
+    assert [c for _, _, c in _kinds(DataConfig(policy_run=None)) if c] == []
 
 
 def test_policy_rollouts_act_as_the_checkpoint(run):
