@@ -24,8 +24,9 @@ def env_kwargs(task_cfg: DictConfig) -> dict[str, Any]:
         kwargs["action"] = str(task_cfg.action)
     if task_cfg.get("deploy_limits"):  # the ROS policy node's target filters in the loop
         kwargs["deploy_limits"] = True
-    terms = {k: task_cfg[k] for k in ("rewards", "observations") if task_cfg.get(k) is not None}
-    if terms:  # reward weights/params and observation noise over the task's defaults
+    terms = {k: task_cfg[k] for k in ("rewards", "observations", "settings")
+             if task_cfg.get(k) is not None}
+    if terms:  # reward weights/params, observation noise, settings over the task's defaults
         kwargs["task_cfg"] = OmegaConf.to_container(OmegaConf.create(terms), resolve=True)
     return kwargs
 

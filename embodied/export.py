@@ -191,6 +191,8 @@ def policy_metadata(cfg: DictConfig, env: Any, checkpoint: Path,
         "action_dim": int(env.action_dim),
         "observation": layout,
         "action": {**env.action_map.metadata(), "gripper": gripper},
+        # the task's own settings the observation depends on (the ROS node builds with them)
+        "task_settings": {k: float(v) for k, v in env.task.cfg.settings.items()},
         "control_dt": float(env.control_dt),
         "decimation": int(env.decimation),
         "input": {"name": "obs", "dtype": "float32", "shape": ["batch", int(env.obs_dim)]},

@@ -86,10 +86,15 @@ class ObsTermCfg:
 
 @dataclass
 class TaskConfig:
-    """Every term setting of a task, by term name (reward terms are summed in this order)."""
+    """Every term setting of a task, by term name (reward terms are summed in this order).
+
+    ``settings``: the task's own numbers that several terms share (a geometry, say), by
+    name; a task declares the ones it has with their defaults.
+    """
 
     rewards: dict[str, RewardTermCfg] = field(default_factory=dict)
     observations: dict[str, ObsTermCfg] = field(default_factory=dict)
+    settings: dict[str, float] = field(default_factory=dict)
 
 
 class TaskConfigError(ValueError):
@@ -107,10 +112,17 @@ def configure(defaults: TaskConfig, overrides: Mapping[str, Any] | None,
     """``defaults`` with ``overrides`` applied.
 
     ``overrides``: ``{"rewards": {term: {"weight": w, "params": {...}}}, "observations": {term:
-    {"noise": n}}}``. Other keys of ``overrides`` (a whole task config group entry may be passed)
-    are ignored; an unknown term, setting or parameter raises :class:`TaskConfigError`.
+    {"noise": n}}, "settings": {name: value}}`` (a ``None`` setting keeps the default). Other
+    keys of ``overrides`` (a whole task config group entry may be passed) are ignored; an
+    unknown term, setting or parameter raises :class:`TaskConfigError`.
     """
     cfg = copy.deepcopy(defaults)
+    for name, value in ((overrides or {}).get("settings") or {}).items():
+        if name not in cfg.settings:
+            raise TaskConfigError(f"task '{task}' has no setting '{name}'; its settings: "
+                                  f"{sorted(cfg.settings)}")
+        if value is not None:
+            cfg.settings[name] = float(value)
     for group, kind in _TERM_GROUPS.items():
         terms = getattr(cfg, group)
         for name, settings in ((overrides or {}).get(group) or {}).items():

@@ -23,6 +23,7 @@ def test_task_yaml_lists_every_term_with_its_default(task):
     assert listed["rewards"] == default["rewards"]
     assert list(listed["rewards"]) == list(default["rewards"])  # the summation order
     assert listed["observations"] == default["observations"]
+    assert set(listed.get("settings") or {}) == set(default["settings"])
 
 
 def test_a_reward_override_reaches_the_env_and_the_resolved_config():

@@ -71,7 +71,7 @@ case = json.load(sys.stdin)
 robot = load_robot(case["robot"])
 policy, meta = load_policy(case["policy"])
 check_against_robot(meta, robot)
-builder = make_builder(meta["task"], robot)
+builder = make_builder(meta["task"], robot, meta.get("task_settings"))
 builder.reset()
 action_map = make_action_map(meta["action"]["type"], robot, 1,
                              float(meta["action"].get("speed", 0.5)))

@@ -35,6 +35,7 @@ from embodied_ros.observation import (
     RobotState,
     WalkObservation,
     floating_base_state,
+    make_builder,
 )
 from embodied_ros.params import OUTPUTS, PARAMETERS, SAFE_MODES, ConfigError, Params
 from embodied_ros.safety import (
@@ -135,6 +136,50 @@ def test_push_observation_is_the_simulators():
                                object_quat_wxyz=-2.0 * task.cube_quat[i].numpy())
             built = builder.build(state, task.last_action[i].numpy(), task.goal[i].numpy())
             np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
+
+
+def _push_states(task) -> list[RobotState]:
+    return [RobotState(task.joint_pos[i].numpy(), task.joint_vel[i].numpy(),
+                       task.sim.qpos[i, task.finger_qpos_ids].numpy(),
+                       object_pos=task.cube_pos[i].numpy(),
+                       object_quat_wxyz=task.cube_quat[i].numpy()) for i in range(4)]
+
+
+def test_push_release_radius_travels_from_the_task_through_the_metadata_to_the_node():
+    # A policy trained with the push target let go within 5 cm of the goal: with the
+    # cube 4 cm from the goal the node, built from the exported metadata, observes the
+    # target at the tcp as the task did; a policy whose metadata has no task settings
+    # (exported before they were carried) keeps the 3 cm geometry it was trained with.
+    from pathlib import Path as _Path
+
+    from omegaconf import OmegaConf
+
+    from embodied.export import policy_metadata
+
+    settings = {"settings": {"release_radius": 0.05}}
+    with _stepped("panda_push", 3, action="ee_delta", decimation=10,
+                  task_cfg=settings) as (env, _):
+        task = env.task
+        task.goal[:, :2] = task.cube_pos[:, :2] + torch.tensor([0.04, 0.0], dtype=torch.float64)
+        task.clear_cache()
+        obs = env.observe(noise=False)
+        meta = policy_metadata(OmegaConf.create({}), env, _Path("policy.pt"), {})
+        assert meta["task_settings"] == {"release_radius": 0.05}
+        trained = make_builder(meta["task"], env.robot, meta["task_settings"])
+        older = make_builder(meta["task"], env.robot, None)
+        for i, state in enumerate(_push_states(task)):
+            built = trained.build(state, task.last_action[i].numpy(), task.goal[i].numpy())
+            np.testing.assert_allclose(built[0], obs[i].numpy(), atol=1e-5)
+            np.testing.assert_allclose(built[0, -3:], 0.0, atol=1e-6)  # the target is the tcp
+            old = older.build(state, task.last_action[i].numpy(), task.goal[i].numpy())
+            assert np.abs(old[0, -3:]).max() > 0.01  # 3 cm: the target still leads
+
+
+def test_a_task_setting_the_bridge_does_not_build_is_refused():
+    with pytest.raises(ValueError, match="trained with the task setting 'release_radius'"):
+        make_builder("panda_reach", load_robot("panda"), {"release_radius": 0.05})
+    with pytest.raises(ValueError, match="task setting 'standoff'"):
+        make_builder("panda_push", load_robot("panda"), {"standoff": 0.02})
 
 
 def test_push_actions_map_to_the_simulators_targets():

@@ -334,3 +334,30 @@ def test_push_lateral_pays_the_tcp_on_the_push_line_only_while_pushing():
         assert raised == 0.0 and done == 0.0
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("radius", [0.03, 0.05])
+def test_the_release_radius_setting_sets_where_the_target_lets_go(radius):
+    """The task's ``release_radius`` setting: the cube 4 cm from the goal (inside the
+    5 cm success radius) lets the push target go (the target is the tcp, the observation
+    0) at 0.05, not at the default 0.03, where the target still leads into the cube."""
+    task_cfg = {"settings": {"release_radius": radius}}
+    env = make_env("panda_push", num_envs=2, seed=0, obs_noise=False, task_cfg=task_cfg)
+    try:
+        z = TABLE_TOP + HALF
+        _place(env, 0, (0.4, 0.1, 0.15), (0.5, 0.0, z), (0.54, 0.0))  # 4 cm from the goal
+        _place(env, 1, (0.4, 0.1, 0.15), (0.5, 0.0, z), (0.52, 0.0))  # 2 cm from the goal
+        assert env.task.release_radius == radius
+        rel = env.observe(noise=False)[:, -3:].abs().max(1).values.tolist()
+        assert rel[1] < 1e-6
+        assert (rel[0] < 1e-6) == (radius == 0.05)
+    finally:
+        env.close()
+
+
+def test_an_unknown_task_setting_is_refused():
+    from sim.task import TaskConfigError
+
+    with pytest.raises(TaskConfigError, match="has no setting 'release'; its settings: "
+                                              r"\['release_radius'\]"):
+        make_env("panda_push", num_envs=1, nthread=1, task_cfg={"settings": {"release": 0.05}})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from robots.panda.observation import PUSH_GEOMETRY
 from sim.task import ObsTermCfg, RewardTermCfg, TaskConfig
 from sim.tasks.panda_base import arm_observation_config
 from sim.tasks.panda_base.cube import cube_observation_config
@@ -36,3 +37,6 @@ class PandaPushConfig(TaskConfig):
 
     rewards: dict[str, RewardTermCfg] = field(default_factory=_rewards)
     observations: dict[str, ObsTermCfg] = field(default_factory=_observations)
+    # release_radius: the cube this close to the goal (m), the push target is the tcp
+    settings: dict[str, float] = field(
+        default_factory=lambda: {"release_radius": PUSH_GEOMETRY.release_radius})

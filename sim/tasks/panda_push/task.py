@@ -38,15 +38,17 @@ PUSH_HEIGHT = PUSH_GEOMETRY.height  # pushing pose: tcp height above the table (
 
 
 def push_target(ee_pos: torch.Tensor, cube_pos: torch.Tensor, goal_xy: torch.Tensor,
-                cube_half: float, lift: bool = True) -> torch.Tensor:
+                cube_half: float, lift: bool = True,
+                release_radius: float = PUSH_GEOMETRY.release_radius) -> torch.Tensor:
     """[B, 3] where the dense push reward pulls the tcp (world frame).
 
     The deployment's own function (:func:`robots.panda.observation.push_target`) on this
-    task's geometry with a cube of half size ``cube_half``, so the policy's observation
-    on the robot and in simulation cannot drift apart.
+    task's geometry with a cube of half size ``cube_half`` and the target let go within
+    ``release_radius`` of the goal, so the policy's observation on the robot and in
+    simulation cannot drift apart.
     """
-    return robot_push_target(ee_pos, cube_pos, goal_xy,
-                             replace(PUSH_GEOMETRY, cube_half=cube_half), lift=lift)
+    geometry = replace(PUSH_GEOMETRY, cube_half=cube_half, release_radius=release_radius)
+    return robot_push_target(ee_pos, cube_pos, goal_xy, geometry, lift=lift)
 
 
 class PandaPush(CubeTask):
@@ -104,10 +106,20 @@ class PandaPush(CubeTask):
         "gripper_open": gripper_open, "action_rate": action_rate, "success": success}
 
     @property
+    def release_radius(self) -> float:
+        """The cube this close to the goal (m): :func:`push_target` is the tcp itself.
+
+        The config's ``settings.release_radius``; an exported policy's metadata carries the
+        task's settings, so the deployment builds the same observation.
+        """
+        return float(self.cfg.settings["release_radius"])
+
+    @property
     @per_step
     def push_target(self) -> torch.Tensor:
         """[B, 3] the dense reward's tcp target (:func:`push_target`)."""
-        return push_target(self.ee_pos, self.cube_pos, self.goal[:, :2], self.cube_half)
+        return push_target(self.ee_pos, self.cube_pos, self.goal[:, :2], self.cube_half,
+                           release_radius=self.release_radius)
 
     @property
     @per_step
@@ -123,7 +135,7 @@ class PandaPush(CubeTask):
         :func:`push_target` without the approach lift: behind the cube, low.
         """
         target = push_target(self.ee_pos, self.cube_pos, self.goal[:, :2], self.cube_half,
-                             lift=False)
+                             lift=False, release_radius=self.release_radius)
         return (target - self.ee_pos).norm(dim=1)
 
     @property

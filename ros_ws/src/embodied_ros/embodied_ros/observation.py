@@ -14,7 +14,8 @@ nothing here needs MuJoCo or the simulator.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -25,6 +26,7 @@ from robots.go2.observation import advance_phase, base_lin_vel_b
 from robots.go2.observation import build_observation as build_walk_observation
 from robots.kinematics import SiteKinematics
 from robots.panda.observation import (
+    PUSH_GEOMETRY,
     build_push_observation,
     build_reach_observation,
     gripper_opening,
@@ -73,8 +75,21 @@ class ObservationBuilder(ABC):
     # The task's observation terms in order (checked against an exported policy's
     # ``observation`` layout when not empty).
     terms: tuple[str, ...] = ()
+    # The task settings (an exported policy's ``task_settings``) the builder reads.
+    settings: tuple[str, ...] = ()
 
-    def __init__(self, robot: RobotSpec):
+    def __init__(self, robot: RobotSpec, settings: Mapping[str, float] | None = None):
+        """A builder for ``robot``; ``settings``: the policy's task settings.
+
+        Raises:
+            ValueError: ``settings`` names one the builder does not know (the policy
+                was trained with a setting the bridge would not reproduce).
+        """
+        unknown = sorted(set(settings or {}) - set(self.settings))
+        if unknown:
+            raise ValueError(f"the policy was trained with the task setting '{unknown[0]}', "
+                             f"which the bridge's '{self.task}' observation does not build "
+                             f"(it reads {list(self.settings)}). Fix: update embodied_ros")
         self.robot = robot
         self.default = robot.default_pose
 
@@ -104,8 +119,8 @@ class ObservationBuilder(ABC):
 class ArmObservation(ObservationBuilder):
     """Base of the Panda builders: tcp forward kinematics and the gripper opening."""
 
-    def __init__(self, robot: RobotSpec):
-        super().__init__(robot)
+    def __init__(self, robot: RobotSpec, settings: Mapping[str, float] | None = None):
+        super().__init__(robot, settings)
         if robot.gripper is None or "ee" not in robot.sites:
             raise ValueError(f"{self.task} needs a robot with a gripper and an 'ee' site; "
                              f"'{robot.name}' has none")
@@ -138,7 +153,9 @@ class PushObservation(ArmObservation):
 
     The cube is the object of ``state`` (``object_pos``, ``object_quat_wxyz``); the
     command is the goal on the table (x, y; a z is ignored: the goal lies on the table
-    top, at the arm base's height).
+    top, at the arm base's height). The push target's release radius is the policy's
+    task setting ``release_radius``; a policy whose metadata has none was trained with
+    :data:`robots.panda.observation.PUSH_GEOMETRY`'s.
     """
 
     task = "panda_push"
@@ -146,6 +163,12 @@ class PushObservation(ArmObservation):
     needs_object = True
     terms = ("joint_pos", "joint_vel", "gripper", "ee_pos", "last_action", "cube_pos",
              "cube_rot6d", "cube_to_goal", "ee_to_cube", "push_target_rel")
+    settings = ("release_radius",)
+
+    def __init__(self, robot: RobotSpec, settings: Mapping[str, float] | None = None):
+        super().__init__(robot, settings)
+        radius = (settings or {}).get("release_radius", PUSH_GEOMETRY.release_radius)
+        self.geometry = replace(PUSH_GEOMETRY, release_radius=float(radius))
 
     def build(self, state: RobotState, last_action: np.ndarray,
               command: np.ndarray) -> np.ndarray:
@@ -157,7 +180,7 @@ class PushObservation(ArmObservation):
         obs = build_push_observation(_row(state.q), _row(state.qd), _row(self.default),
                                      opening, ee, _row(last_action), _row(state.object_pos),
                                      _row(quat / np.linalg.norm(quat)),
-                                     _row(np.asarray(command)[:2]))
+                                     _row(np.asarray(command)[:2]), self.geometry)
         return obs.to(torch.float32).numpy()
 
 
@@ -173,8 +196,8 @@ class WalkObservation(ObservationBuilder):
     obs_dim = 50
     legged = True
 
-    def __init__(self, robot: RobotSpec):
-        super().__init__(robot)
+    def __init__(self, robot: RobotSpec, settings: Mapping[str, float] | None = None):
+        super().__init__(robot, settings)
         self.phase = torch.zeros(1, dtype=torch.float64)
 
     def reset(self, phase: float = 0.0) -> None:
@@ -199,9 +222,15 @@ BUILDERS: dict[str, type[ObservationBuilder]] = {
     b.task: b for b in (ReachObservation, PushObservation, WalkObservation)}
 
 
-def make_builder(task: str, robot: RobotSpec) -> ObservationBuilder:
-    """The observation builder of ``task``; a clear error for tasks the bridge cannot run."""
+def make_builder(task: str, robot: RobotSpec,
+                 settings: Mapping[str, float] | None = None) -> ObservationBuilder:
+    """The observation builder of ``task`` with the policy's task ``settings``.
+
+    ``settings`` is an exported policy's ``task_settings`` (None: a policy exported
+    before policies carried them, built with the task's settings of that time). A clear
+    error for tasks the bridge cannot run.
+    """
     if task not in BUILDERS:
         raise ValueError(f"the ROS bridge has no observation builder for task '{task}'; it "
                          f"runs {sorted(BUILDERS)}. Fix: add one in embodied_ros/observation.py")
-    return BUILDERS[task](robot)
+    return BUILDERS[task](robot, settings)

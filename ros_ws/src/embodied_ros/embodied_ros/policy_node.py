@@ -186,7 +186,8 @@ class PolicyNode(LifecycleNode):
         self.policy, self.meta = load_policy(p.policy_path)
         check_against_robot(self.meta, robot)
         dt = self.control_dt = policy_control_dt(self.meta, p.control_dt)
-        builder: ObservationBuilder = make_builder(str(self.meta.get("task")), robot)
+        builder: ObservationBuilder = make_builder(str(self.meta.get("task")), robot,
+                                                   self.meta.get("task_settings"))
         if int(self.meta["obs_dim"]) != builder.obs_dim:
             raise ConfigError(f"policy takes {self.meta['obs_dim']} observations, task "
                               f"'{builder.task}' builds {builder.obs_dim}")
