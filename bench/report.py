@@ -43,6 +43,10 @@ def _fmt(value, unit: str = "") -> str:
     return "not reached" if value is None else f"{value:,}{unit}"
 
 
+def _pct_or_dash(value) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
 def _rate_or_dash(value) -> str:
     return "-" if value is None else f"{value:,}"
 
@@ -259,16 +263,21 @@ def reward_rl(r: dict) -> str:
             continue
         seeds = rl.get("seeds", 1)
         over = f", mean of {seeds} seeds" if seeds > 1 else ""
+        curves = all("eval_curve" in a for a in rl["arms"].values())
+        reach = ("env steps to 80% / 95% (deterministic eval of the checkpoints)" if curves
+                 else "env steps to 80% (training)")
         lines += [f"| {task}, PPO, {rl['budget_env_steps']:,} env steps{over} | deterministic "
-                  "eval success | final training success | env steps to 80% (training) | "
+                  f"eval success | final training success | {reach} | "
                   "collection steps/s (vs sparse) |", "| --- | ---: | ---: | ---: | ---: |"]
         for name, a in rl["arms"].items():
             ev = "-" if a["eval_success"] is None else f"{a['eval_success']:.0%}"
             if seeds > 1 and a["eval_success"] is not None:
                 ev += " (" + ", ".join(f"{e:.0%}" for e in a["eval_success_per_seed"]) + ")"
             ratio = rl["collection_fps_ratio_vs_sparse"][name]
-            lines.append(f"| {name} | {ev} | {a['final_train_success']:.0%} | "
-                         f"{_fmt(a['env_steps_to_80'])} | {a['collection_fps']:,.0f} "
+            steps = (f"{_fmt(a['env_steps_to_80'])} / {_fmt(a['env_steps_to_95'])}" if curves
+                     else _fmt(a["env_steps_to_80"]))
+            lines.append(f"| {name} | {ev} | {a['final_train_success']:.0%} | {steps} | "
+                         f"{a['collection_fps']:,.0f} "
                          f"({'-' if ratio is None else f'{ratio:.2f}'}) |")
         timing = rl["arms"]["prm_shaped"]["reward_timing"]
         notes = ["distilled PRM step: " + ", ".join(
@@ -305,6 +314,15 @@ def reward_rl(r: dict) -> str:
                              " / ".join(f"{s['prms'][prm]['pearson']:.2f}" for s in states) +
                              ", step-delta " + " / ".join(
                                  f"{s['prms'][prm]['step_delta_pearson']:.2f}" for s in states))
+        oracle_2x, at_2x = rl.get("oracle_budget_2x"), rl.get("prm_shaped_eval_at_2x_oracle")
+        if oracle_2x and at_2x and oracle_2x["to_80"] is not None:
+            notes.append(f"2x the oracle's env steps to 80% (deterministic): "
+                         f"{oracle_2x['to_80']:,}, PRM arm's eval there "
+                         f"{_pct_or_dash(at_2x['to_80'])}; 2x its steps to 95%: "
+                         f"{_fmt(oracle_2x['to_95'])}, PRM arm there "
+                         f"{_pct_or_dash(at_2x['to_95'])} (eval every "
+                         f"{rl['arms']['oracle_dense']['eval_env_steps'][0]:,} env steps, "
+                         f"{rl['arms']['oracle_dense']['eval_episodes']} episodes)")
         met = ", ".join(f"{k}: {'met' if v else 'missed'}" for k, v in rl["targets"].items())
         load = rl.get("load_avg_1min")
         notes.append(f"targets: {met}" + (f"; load average (1 min) before/after: "
