@@ -308,19 +308,24 @@ def reward_rl(r: dict) -> str:
                          " / ".join(f"{q['distilled']:.2f}" for q in per_seed))
         states = (r.get(f"{task}_policy_states") or {}).get("policies")
         if states:  # fresh noisy rollouts of each seed's PRM-arm policy (--policy-states)
+            measured = states[0]["date"][:16]
+            earlier = (f" of the runs before {rl['date'][:16]} (measured {measured})"
+                       if measured < rl["date"][:16] else "")
             for prm in states[0]["prms"]:
-                notes.append(f"PRM `{prm}` on fresh rollouts of the PRM arm's final policies "
-                             f"(noise {states[0]['action_noise']}), per seed: Pearson " +
+                notes.append(f"PRM `{prm}` on fresh rollouts of the PRM arm's final policies"
+                             f"{earlier} (noise {states[0]['action_noise']}), per seed: "
+                             "Pearson " +
                              " / ".join(f"{s['prms'][prm]['pearson']:.2f}" for s in states) +
                              ", step-delta " + " / ".join(
                                  f"{s['prms'][prm]['step_delta_pearson']:.2f}" for s in states))
-        oracle_2x, at_2x = rl.get("oracle_budget_2x"), rl.get("prm_shaped_eval_at_2x_oracle")
+        oracle_2x, at_2x = rl.get("oracle_budget_2x"), rl.get("eval_at_2x_oracle")
         if oracle_2x and at_2x and oracle_2x["to_80"] is not None:
-            notes.append(f"2x the oracle's env steps to 80% (deterministic): "
-                         f"{oracle_2x['to_80']:,}, PRM arm's eval there "
-                         f"{_pct_or_dash(at_2x['to_80'])}; 2x its steps to 95%: "
-                         f"{_fmt(oracle_2x['to_95'])}, PRM arm there "
-                         f"{_pct_or_dash(at_2x['to_95'])} (eval every "
+            there = {key: ", ".join(f"{n} {_pct_or_dash(e[key])}" for n, e in at_2x.items())
+                     for key in ("to_80", "to_95")}
+            notes.append(f"twice the oracle's env steps to 80% (deterministic): "
+                         f"{oracle_2x['to_80']:,}, eval there: {there['to_80']}; twice its "
+                         f"steps to 95%: {_fmt(oracle_2x['to_95'])}, eval there: "
+                         f"{there['to_95']} (eval every "
                          f"{rl['arms']['oracle_dense']['eval_env_steps'][0]:,} env steps, "
                          f"{rl['arms']['oracle_dense']['eval_episodes']} episodes)")
         met = ", ".join(f"{k}: {'met' if v else 'missed'}" for k, v in rl["targets"].items())
@@ -690,6 +695,11 @@ INTROS = {
         "notes](experiments/2026-11-24-prm-advantage-shaping.md), the PRM the benchmark "
         "builds (a dense run's rollouts in its data) and the refresh every 2 rollouts in "
         "[the reproducible-PRM notes](experiments/2026-11-25-prm-reach-reproducible.md). "
+        "Every run saves a checkpoint every 8 PPO iterations and each is evaluated "
+        "deterministically on 64 episodes: env steps to 80% / 95% are the first checkpoint "
+        "at which the mean over seeds reaches them, and twice the oracle's steps to 80% is "
+        "the budget the PRM arm is judged at ([the budget "
+        "notes](experiments/2026-11-25-prm-reach-budget.md)). "
         "Collection steps/s are over the whole run; the ratio only against a sparse arm "
         "of the same run."),
     "offline": (

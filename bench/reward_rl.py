@@ -25,14 +25,16 @@ checkpoint, so the interval is a setting of the runs (measured not to change lea
 docs/experiments/2026-11-25-prm-reach-budget.md).
 The PRM (unless ``--prm``) is built here and cached under the benchmark's run folder with
 the recipe a user follows (docs/reward-models.md): a dense-reward PPO run of the task
-(seed 0, the arms' budget, a checkpoint every 10 iterations; ``<runs>/prm_policy/<task>``),
-then ``embodied reward train`` with ``data.policy_run`` set to it (its rollouts at several
-stages, noisy, and random actions beside the scripted episodes; ``<runs>/prm_coverage/
-<task>``). A PRM of scripted episodes alone failed on the policy's own states.
+(seed 0, the task's default budget, a checkpoint every 10 iterations; ``<runs>/prm_policy/
+<task>``), then ``embodied reward train`` with ``data.policy_run`` set to it (its rollouts
+at several stages, noisy, and random actions beside the scripted episodes; ``<runs>/
+prm_coverage/<task>``). A PRM of scripted episodes alone failed on the policy's own states.
+``--prm-seed N`` builds (and uses) another PRM of the same recipe, with seed N for the
+dense run, the data and the training (``<task>_seedN``): the spread between builds.
 Target (issue): PRM-shaped >= 80% deterministic success where sparse alone stays under
 20%, in no more than 2x the env steps of the oracle: the oracle's env steps to 80% on its
 eval curve, doubled, is the budget the PRM arm is judged at (``oracle_budget_2x``; the
-PRM arm's eval at that point, ``prm_shaped_eval_at_2x_oracle``); run every arm with
+arms' eval at that point, ``eval_at_2x_oracle``); run every arm with
 ``--budget`` at least that. The PPO settings are the task's shipped ones
 (configs/algo/ppo/<task>.yaml) with those reward=prm adds (configs/reward_algo/ppo/
 prm.yaml), the same for every arm; a rerun with ``--task panda_push`` replaces only that
@@ -91,29 +93,39 @@ EVAL_EPISODES = 64  # deterministic episodes per checkpoint
 LEVELS = (0.8, 0.95)  # eval success levels whose env steps are reported
 
 
-def policy_run(task: str, quick: bool) -> Path:
-    """The dense-reward PPO run whose checkpoints cover the policy's states (cached)."""
+def build_name(task: str, seed: int) -> str:
+    """The cache folder name of the PRM build of ``seed`` (seed 0: the task's name)."""
+    return task if seed == 0 else f"{task}_seed{seed}"
+
+
+def policy_run(task: str, quick: bool, seed: int = 0) -> Path:
+    """The dense-reward PPO run (of ``seed``) whose checkpoints cover the policy's states."""
     from embodied.commands.train import run_train
 
-    run_dir = bench_root(quick) / "prm_policy" / task
+    run_dir = bench_root(quick) / "prm_policy" / build_name(task, seed)
     if not (run_dir / "summary.json").is_file():
         budget = 2 * 16 * 32 if quick else BUDGETS[task]
         run_train(load_config("train", [
-            f"task={task}", "reward=oracle", f"total_env_steps={budget}", "seed=0",
+            f"task={task}", "reward=oracle", f"total_env_steps={budget}", f"seed={seed}",
             f"save_interval={1 if quick else 10}", "progress=false", "eval.video_envs=0",
             f"run_dir={run_dir}", *(["num_envs=16", "eval.num_envs=8"] if quick else [])]))
     return run_dir
 
 
-def coverage_prm(task: str, quick: bool) -> tuple[Path, dict]:
-    """The benchmark's PRM of ``task`` (built if missing) and its held-out metrics."""
-    run_dir = bench_root(quick) / "prm_coverage" / task
+def coverage_prm(task: str, quick: bool, seed: int = 0) -> tuple[Path, dict]:
+    """The benchmark's PRM of ``task`` (built if missing) and its held-out metrics.
+
+    ``seed``: of the build (its dense run, the data simulation and the PRM's training);
+    another seed is another build of the same recipe, cached beside the first.
+    """
+    run_dir = bench_root(quick) / "prm_coverage" / build_name(task, seed)
     if (run_dir / "metrics.json").is_file():
         return run_dir, reused_prm(run_dir)
-    run = policy_run(task, quick)
+    run = policy_run(task, quick, seed)
     data = (f"data.policies=[{{checkpoint: {run}, stages: 1, episodes: 8}}]" if quick  # smoke
             else f"data.policy_run={run}")
-    return run_dir, train_prm(task, quick, reuse=False, run_dir=run_dir, extra=(data,))
+    seeds = () if seed == 0 else (f"data.seed={seed}", f"train.seed={seed}")
+    return run_dir, train_prm(task, quick, reuse=False, run_dir=run_dir, extra=(data, *seeds))
 
 
 def eval_curve(run_dir: Path, quick: bool) -> dict:
@@ -249,16 +261,18 @@ def at_most(arm: dict, steps: int | None) -> float | None:
 
 def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1,
                reuse: bool = False, prm: Path | None = None, label: str = "",
-               kept: dict | None = None, save_interval: int = SAVE_INTERVAL) -> dict:
+               kept: dict | None = None, save_interval: int = SAVE_INTERVAL,
+               prm_seed: int = 0) -> dict:
     """All arms on ``task`` over ``seeds`` seeds; curves, summaries, plot and the targets.
 
     ``kept``: arms of an earlier run of the same budget and seeds that this run does not
     rerun (``--arm``); they are reported beside the new ones with the date they ran.
-    ``save_interval``: PPO iterations between checkpoints (0: the final one alone).
+    ``save_interval``: PPO iterations between checkpoints (0: the final one alone);
+    ``prm_seed``: the seed of the benchmark's PRM build (unless ``prm`` is given).
     """
     built = None
     if prm is None:
-        prm, built = coverage_prm(task, quick)
+        prm, built = coverage_prm(task, quick, prm_seed)
     budget = budget or (2 * 16 * 32 if quick else BUDGETS[task])
     extra = [*SHARED_PPO, f"save_interval={1 if quick else save_interval}",
              *(["num_envs=16", "eval.num_envs=8"] if quick else [])]
@@ -278,8 +292,9 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
     out = {"budget_env_steps": budget, "seeds": seeds, "prm": str(prm),
            **({"prm_build": built} if built else {}), "arms": arms,
            "oracle_budget_2x": oracle_2x,
-           "prm_shaped_eval_at_2x_oracle": None if "prm_shaped" not in arms else {
-               key: at_most(arms["prm_shaped"], steps) for key, steps in oracle_2x.items()},
+           # each arm's mean eval at its last checkpoint within twice the oracle's steps
+           "eval_at_2x_oracle": {name: {key: at_most(a, steps) for key, steps in
+                                        oracle_2x.items()} for name, a in arms.items()},
            "shaping": {name: (a["reward_timing"] or {}).get("shaping")
                        for name, a in arms.items()},
            "load_avg_1min": [load_before, round(os.getloadavg()[0], 2)],
@@ -299,6 +314,9 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
         prm_steps = arms["prm_shaped"]["env_steps_to_80"]
         targets["prm_steps_to_80<=2x_oracle"] = (prm_steps is not None and oracle_2x["to_80"]
                                                  is not None and prm_steps <= oracle_2x["to_80"])
+        if "sparse" in arms and oracle_2x["to_80"] is not None:
+            targets["sparse_eval_at_2x_oracle<0.2"] = (
+                out["eval_at_2x_oracle"]["sparse"]["to_80"] or 0) < 0.2
     out["targets"] = targets
     return out
 
@@ -346,6 +364,9 @@ def main() -> None:
     p.add_argument("--save-interval", type=int, default=SAVE_INTERVAL,
                    help="PPO iterations between checkpoints, each evaluated for the eval "
                         "curve (0: the final checkpoint alone)")
+    p.add_argument("--prm-seed", type=int, default=0,
+                   help="seed of the benchmark's PRM build (its dense run, data and training;"
+                        " another seed: another build of the recipe, cached beside it)")
     p.add_argument("--shaping-scale", type=float, default=None,
                    help="reward.prm_weight of the shaped arms, in the configs' "
                         "reward.prm_weight_unit (default: the config's)")
@@ -406,7 +427,8 @@ def main() -> None:
             kept = {name: {**arm, "ran": arm.get("ran", date)}
                     for name, arm in earlier[task]["arms"].items() if name not in ARMS}
         figures[task] = experiment(task, args.quick, args.budget, args.seeds,
-                                   args.reuse_runs, prm, args.label, kept, args.save_interval)
+                                   args.reuse_runs, prm, args.label, kept, args.save_interval,
+                                   args.prm_seed)
     if args.label:
         path = bench_root(args.quick) / f"rl_{args.label}" / "reward_rl.json"
         path.write_text(json.dumps(figures, indent=2) + "\n")
