@@ -43,6 +43,10 @@ def _fmt(value, unit: str = "") -> str:
     return "not reached" if value is None else f"{value:,}{unit}"
 
 
+def _pct_or_dash(value) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
 def _rate_or_dash(value) -> str:
     return "-" if value is None else f"{value:,}"
 
@@ -259,16 +263,21 @@ def reward_rl(r: dict) -> str:
             continue
         seeds = rl.get("seeds", 1)
         over = f", mean of {seeds} seeds" if seeds > 1 else ""
+        curves = all("eval_curve" in a for a in rl["arms"].values())
+        reach = ("env steps to 80% / 95% (deterministic eval of the checkpoints)" if curves
+                 else "env steps to 80% (training)")
         lines += [f"| {task}, PPO, {rl['budget_env_steps']:,} env steps{over} | deterministic "
-                  "eval success | final training success | env steps to 80% (training) | "
+                  f"eval success | final training success | {reach} | "
                   "collection steps/s (vs sparse) |", "| --- | ---: | ---: | ---: | ---: |"]
         for name, a in rl["arms"].items():
             ev = "-" if a["eval_success"] is None else f"{a['eval_success']:.0%}"
             if seeds > 1 and a["eval_success"] is not None:
                 ev += " (" + ", ".join(f"{e:.0%}" for e in a["eval_success_per_seed"]) + ")"
             ratio = rl["collection_fps_ratio_vs_sparse"][name]
-            lines.append(f"| {name} | {ev} | {a['final_train_success']:.0%} | "
-                         f"{_fmt(a['env_steps_to_80'])} | {a['collection_fps']:,.0f} "
+            steps = (f"{_fmt(a['env_steps_to_80'])} / {_fmt(a['env_steps_to_95'])}" if curves
+                     else _fmt(a["env_steps_to_80"]))
+            lines.append(f"| {name} | {ev} | {a['final_train_success']:.0%} | {steps} | "
+                         f"{a['collection_fps']:,.0f} "
                          f"({'-' if ratio is None else f'{ratio:.2f}'}) |")
         timing = rl["arms"]["prm_shaped"]["reward_timing"]
         notes = ["distilled PRM step: " + ", ".join(
@@ -299,12 +308,26 @@ def reward_rl(r: dict) -> str:
                          " / ".join(f"{q['distilled']:.2f}" for q in per_seed))
         states = (r.get(f"{task}_policy_states") or {}).get("policies")
         if states:  # fresh noisy rollouts of each seed's PRM-arm policy (--policy-states)
+            measured = states[0]["date"][:16]
+            earlier = (f" of the runs before {rl['date'][:16]} (measured {measured})"
+                       if measured < rl["date"][:16] else "")
             for prm in states[0]["prms"]:
-                notes.append(f"PRM `{prm}` on fresh rollouts of the PRM arm's final policies "
-                             f"(noise {states[0]['action_noise']}), per seed: Pearson " +
+                notes.append(f"PRM `{prm}` on fresh rollouts of the PRM arm's final policies"
+                             f"{earlier} (noise {states[0]['action_noise']}), per seed: "
+                             "Pearson " +
                              " / ".join(f"{s['prms'][prm]['pearson']:.2f}" for s in states) +
                              ", step-delta " + " / ".join(
                                  f"{s['prms'][prm]['step_delta_pearson']:.2f}" for s in states))
+        oracle_2x, at_2x = rl.get("oracle_budget_2x"), rl.get("eval_at_2x_oracle")
+        if oracle_2x and at_2x and oracle_2x["to_80"] is not None:
+            there = {key: ", ".join(f"{n} {_pct_or_dash(e[key])}" for n, e in at_2x.items())
+                     for key in ("to_80", "to_95")}
+            notes.append(f"twice the oracle's env steps to 80% (deterministic): "
+                         f"{oracle_2x['to_80']:,}, eval there: {there['to_80']}; twice its "
+                         f"steps to 95%: {_fmt(oracle_2x['to_95'])}, eval there: "
+                         f"{there['to_95']} (eval every "
+                         f"{rl['arms']['oracle_dense']['eval_env_steps'][0]:,} env steps, "
+                         f"{rl['arms']['oracle_dense']['eval_episodes']} episodes)")
         met = ", ".join(f"{k}: {'met' if v else 'missed'}" for k, v in rl["targets"].items())
         load = rl.get("load_avg_1min")
         notes.append(f"targets: {met}" + (f"; load average (1 min) before/after: "
@@ -672,6 +695,11 @@ INTROS = {
         "notes](experiments/2026-11-24-prm-advantage-shaping.md), the PRM the benchmark "
         "builds (a dense run's rollouts in its data) and the refresh every 2 rollouts in "
         "[the reproducible-PRM notes](experiments/2026-11-25-prm-reach-reproducible.md). "
+        "Every run saves a checkpoint every 8 PPO iterations and each is evaluated "
+        "deterministically on 64 episodes: env steps to 80% / 95% are the first checkpoint "
+        "at which the mean over seeds reaches them, and twice the oracle's steps to 80% is "
+        "the budget the PRM arm is judged at ([the budget "
+        "notes](experiments/2026-11-25-prm-reach-budget.md)). "
         "Collection steps/s are over the whole run; the ratio only against a sparse arm "
         "of the same run."),
     "offline": (
