@@ -59,7 +59,7 @@ from bench.reward_model import TASKS, bench_root, ppo_run, reused_prm, train_prm
 from embodied.config import load_config
 
 RL_TASKS = ("panda_reach", "panda_push")
-BUDGETS = {"panda_reach": 400_000, "panda_push": 1_000_000, "panda_pick_place": 1_000_000}
+BUDGETS = {"panda_reach": 400_000, "panda_push": 3_000_000, "panda_pick_place": 1_000_000}
 ARMS = {  # name -> overrides of `embodied train`
     "sparse": ["reward=sparse"],
     "prm_shaped": ["reward=prm"],
@@ -201,29 +201,33 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
 
 def policy_states(task: str, prms: list[Path], policy: Path, stages: int, episodes: int,
                   noise: float, seed: int, quick: bool) -> dict:
-    """Fresh rollouts of ``policy``'s checkpoints scored by every PRM of ``prms``."""
+    """Fresh rollouts of ``policy``'s checkpoints scored by every PRM of ``prms``.
+
+    The rollouts run in the env and look of the first PRM's own data (its action space,
+    control rate and cameras: the pusher's on push), so ``policy`` must come from PPO in
+    that env.
+    """
     from embodied.reward import make_reward_model
-    from embodied.reward.prm.data import DataConfig, load_frames, save_frames, simulate
-    from embodied.reward.prm.evaluate import policy_state_metrics
+    from embodied.reward.prm.data import load_frames
+    from embodied.reward.prm.evaluate import (
+        policy_state_config,
+        policy_state_metrics,
+        shift_dataset,
+    )
     from embodied.reward.prm.text import paraphrase
 
+    models = {p: make_reward_model({"name": "prm", "checkpoint": str(p)}) for p in prms}
+    own = load_frames(models[prms[0]].info["data"], mmap=True)
+    cfg = policy_state_config(own, str(policy), stages, episodes, noise, seed)
     folder = bench_root(quick) / "policy_states" / f"{task}_{policy.name}_seed{seed}"
-    if (folder / "meta.json").is_file():
-        data = load_frames(folder)
-    else:
-        data = simulate(DataConfig(task=task, episodes=16, expert_fraction=1.0,
-                                   noisy_fraction=0.0, seed=seed, policies=[
-                                       {"checkpoint": str(policy), "stages": stages,
-                                        "episodes": episodes, "noise": noise}]))
-        save_frames(data, folder)
+    data = shift_dataset(cfg, folder)
     rng = np.random.default_rng(seed)
     paraphrases = list(dict.fromkeys(paraphrase(data.instruction, rng, held_out=True)
                                      for _ in range(4)))
     return {"policy": str(policy), "stages": stages, "episodes_per_stage": episodes,
             "action_noise": noise, "seed": seed, "data": str(folder),
-            "prms": {p.name: {"prm": str(p)} | policy_state_metrics(
-                make_reward_model({"name": "prm", "checkpoint": str(p)}), data, paraphrases)
-                for p in prms},
+            "prms": {p.name: {"prm": str(p)} | policy_state_metrics(model, data, paraphrases)
+                     for p, model in models.items()},
             "load_avg_1min": round(os.getloadavg()[0], 2),
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 
