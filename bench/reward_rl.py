@@ -296,7 +296,9 @@ def main() -> None:
     figures = {}
     for task in tasks:
         kept = None
-        if args.arm and not args.label and task in earlier:  # the arms not rerun stay
+        budget = args.budget or (2 * 16 * 32 if args.quick else BUDGETS[task])
+        if (args.arm and not args.label and task in earlier  # the arms not rerun stay,
+                and earlier[task].get("budget_env_steps") == budget):  # if of this budget
             date = earlier[task].get("date", earlier.get("date", ""))
             kept = {name: {**arm, "ran": arm.get("ran", date)}
                     for name, arm in earlier[task]["arms"].items() if name not in ARMS}
