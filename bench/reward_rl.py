@@ -98,7 +98,8 @@ def coverage_prm(task: str, quick: bool) -> tuple[Path, dict]:
     run = policy_run(task, quick)
     data = (f"data.policies=[{{checkpoint: {run}, stages: 1, episodes: 8}}]" if quick  # smoke
             else f"data.policy_run={run}")
-    return run_dir, train_prm(task, quick, reuse=False, run_dir=run_dir, extra=(data,))
+    return run_dir, train_prm(task, quick, reuse=False, run_dir=run_dir,
+                              extra=(data, "torch_threads=1"))
 
 
 def plot(task: str, arms: dict, budget: int, path: Path) -> None:
