@@ -215,17 +215,19 @@ def reward_model(r: dict) -> str:
 
 def _visual_shift(v: dict) -> str:
     """The visual-shift suite of one task: the PRM trained with and without randomisation
-    (and, if run, randomised with given policies' rollouts in its data)."""
-    a, b, c = v["randomised"], v["plain"], v.get("randomised_policies")
-    more = " F1, + policy data | Pearson, + policy data |" if c else ""
+    (and, if run, randomised with given policies' rollouts in its data, and the RL
+    benchmark's policy-coverage PRM)."""
+    a, b = v["randomised"], v["plain"]
+    more = {name: arm for name, arm in (("+ policy data", v.get("randomised_policies")),
+                                        ("coverage", v.get("coverage"))) if arm}
     lines = [f"| {v['task']}, visual shift ({v['episodes_per_kind']} fresh episodes per kind) | "
              "F1, randomised | Pearson, randomised | ECE, randomised | F1, plain | "
-             f"Pearson, plain |{more}",
-             "| --- | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if c else "")]
+             "Pearson, plain |" + "".join(f" F1, {n} | Pearson, {n} |" for n in more),
+             "| --- | ---: | ---: | ---: | ---: | ---: |" + " ---: | ---: |" * len(more)]
     for kind, m in a["shift"].items():
         p = b["shift"][kind]
-        extra = (f" {c['shift'][kind]['success_f1']:.3f} | "
-                 f"{c['shift'][kind]['progress_pearson']:.3f} |") if c else ""
+        extra = "".join(f" {c['shift'][kind]['success_f1']:.3f} | "
+                        f"{c['shift'][kind]['progress_pearson']:.3f} |" for c in more.values())
         lines.append(f"| {kind} | {m['success_f1']:.3f} | {m['progress_pearson']:.3f} | "
                      f"{m['success_ece']:.3f} | {p['success_f1']:.3f} | "
                      f"{p['progress_pearson']:.3f} |{extra}")

@@ -19,7 +19,11 @@ Sections (``--only NAME`` reruns one and merges it into the result file):
   and with the raw one. Targets under shift: F1 >= 0.85, Pearson >= 0.85. With
   ``--policy-data RUN`` (a run folder of `embodied train` on the task) a third arm,
   ``randomised_policies``, adds rollouts of that run's checkpoints (``POLICY_DATA``) to
-  the randomised arm's data.
+  the randomised arm's data. With ``--coverage-prm RUN`` (a PRM run folder, e.g. the one
+  ``bench/reward_rl.py`` builds with the policy-coverage recipe under
+  ``runs/bench/reward/prm_coverage/<task>``) that PRM is scored too, as arm ``coverage``
+  (not trained here). ``--shift-arm NAME`` (repeatable) runs only those arms; the
+  section's other arms are kept from the result file with the date they ran.
 - ``policy_states_panda_push``: the PRMs of ``visual_shift_panda_push`` on fresh
   rollouts of the checkpoints of ``--eval-policy RUN`` (another PPO run than the one the
   data came from) at 4 stages of training, 16 episodes each with action noise 0.2
@@ -49,7 +53,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import merge_sections, parser, write_result
+from bench.common import RESULTS, merge_sections, parser, write_result
 from embodied.config import load_config
 
 TASKS = ("panda_reach", "panda_push", "panda_pick_place")
@@ -67,6 +71,7 @@ SECTIONS = [*TASKS, *(f"visual_shift_{t}" for t in SHIFT_TASKS),
 POLICY_DATA = {"stages": 4, "episodes": 32, "noise": 0.2}
 # --eval-policy: 4 stages, 16 fresh episodes each (env seed 101), action noise 0.2
 POLICY_EVAL = {"stages": 4, "episodes": 16, "noise": 0.2, "seed": 101}
+SHIFT_ARMS = ("randomised", "plain", "randomised_policies", "coverage")
 ROOT = Path("runs/bench/reward")
 METRIC_KEYS = ("voc", "voc_reversed", "success_f1", "success_auroc", "progress_pearson",
                "progress_spearman", "pairwise_accuracy", "counterfactual_gap",
@@ -125,8 +130,13 @@ def data_policies(run: Path) -> str:
             f"{p['episodes']}, noise: {p['noise']}}}, {{checkpoint: random, episodes: 16}}]")
 
 
-def visual_shift(task: str, quick: bool, reuse: bool, policy_data: Path | None = None) -> dict:
-    """PRMs with and without visual randomisation, scored by the visual-shift suite."""
+def visual_shift(task: str, quick: bool, reuse: bool, policy_data: Path | None = None,
+                 coverage: Path | None = None, only: list[str] | None = None) -> dict:
+    """PRMs with and without visual randomisation, scored by the visual-shift suite.
+
+    ``coverage``: a PRM run folder scored as arm ``coverage`` (not trained here);
+    ``only``: the arms to run (default: all).
+    """
     from omegaconf import OmegaConf
 
     from embodied.commands.reward_train import run_reward_train
@@ -148,10 +158,15 @@ def visual_shift(task: str, quick: bool, reuse: bool, policy_data: Path | None =
     if policy_data is not None:
         arms.append(("randomised_policies", "train", [data_policies(policy_data)]))
         out["policy_data"] = {"run": str(policy_data), **POLICY_DATA}
+    if coverage is not None:
+        arms.append(("coverage", "", []))
+        out["coverage_prm"] = str(coverage)
     for arm, visual, extra in arms:
-        run_dir = root / arm
+        if only and arm not in only:
+            continue
+        run_dir = coverage if arm == "coverage" else root / arm
         start = time.perf_counter()
-        if not (reuse and (run_dir / "metrics.json").is_file()):
+        if arm != "coverage" and not (reuse and (run_dir / "metrics.json").is_file()):
             overrides = [f"task={task}", f"run_dir={run_dir}", f"visual={visual}",
                          "torch_threads=1", *TASK_OVERRIDES.get(task, []), *extra]
             if quick:
@@ -182,8 +197,12 @@ def visual_shift(task: str, quick: bool, reuse: bool, policy_data: Path | None =
     return out
 
 
-def policy_states(task: str, quick: bool, eval_policy: Path) -> dict:
-    """The PRMs of the ``visual_shift_<task>`` section on rollouts of ``eval_policy``."""
+def policy_states(task: str, quick: bool, eval_policy: Path, coverage: Path | None = None,
+                  only: list[str] | None = None) -> dict:
+    """The PRMs of the ``visual_shift_<task>`` section on rollouts of ``eval_policy``.
+
+    ``coverage``: a further PRM run folder, arm ``coverage``; ``only``: the arms to run.
+    """
     from embodied.reward import make_reward_model
     from embodied.reward.prm.data import load_frames
     from embodied.reward.prm.evaluate import (
@@ -194,13 +213,16 @@ def policy_states(task: str, quick: bool, eval_policy: Path) -> dict:
     from embodied.reward.prm.text import paraphrase
 
     root = bench_root(quick) / "visual_shift" / task
-    arms = [d for d in sorted(root.glob("*")) if (d / "prm.pt").is_file()]
+    arms = {d.name: d for d in sorted(root.glob("*")) if (d / "prm.pt").is_file()}
+    if coverage is not None:
+        arms["coverage"] = coverage
+    arms = {name: d for name, d in arms.items() if not only or name in only}
     if not arms:
         raise SystemExit(f"error: no PRMs under {root}; run --only visual_shift_{task} first")
     ev = POLICY_EVAL | ({"stages": 2, "episodes": 8} if quick else {})
     out: dict = {"task": task, "policy": str(eval_policy), **ev,
                  "load_avg_1min_before": round(os.getloadavg()[0], 2), "arms": {}}
-    for run_dir in arms:
+    for name, run_dir in arms.items():
         model = make_reward_model({"name": "prm", "checkpoint": str(run_dir)})
         own = load_frames(model.info["data"], mmap=True)
         cfg = policy_state_config(own, str(eval_policy), ev["stages"], ev["episodes"],
@@ -210,9 +232,28 @@ def policy_states(task: str, quick: bool, eval_policy: Path) -> dict:
         rng = np.random.default_rng(ev["seed"])
         paraphrases = list(dict.fromkeys(paraphrase(data.instruction, rng, held_out=True)
                                          for _ in range(4)))
-        out["arms"][run_dir.name] = policy_state_metrics(model, data, paraphrases)
+        out["arms"][name] = policy_state_metrics(model, data, paraphrases)
     out["load_avg_1min_after"] = round(os.getloadavg()[0], 2)
     return out
+
+
+def with_kept_arms(name: str, section: dict, quick: bool) -> dict:
+    """``section`` (``name``) with the arms of the result file's section it did not run.
+
+    Kept arms carry ``ran``: the date of the run that measured them.
+    """
+    path = RESULTS / f"reward_model{'.quick' if quick else ''}.json"
+    old = json.loads(path.read_text()).get(name) if path.is_file() else None
+    if not old:
+        return section
+    nested = "arms" in section  # policy_states: under "arms"; visual_shift: top level
+    new_arms, old_arms = (section["arms"], old["arms"]) if nested else (section, old)
+    for arm in SHIFT_ARMS:
+        if arm in old_arms and arm not in new_arms:
+            new_arms[arm] = {**old_arms[arm], "ran": old_arms[arm].get("ran", old.get("date"))}
+    if not nested and "policy_data" in old and "randomised_policies" in new_arms:
+        section.setdefault("policy_data", old["policy_data"])
+    return section
 
 
 def timed(fn, units: int, seconds: float) -> dict:
@@ -364,12 +405,13 @@ def targets(result: dict) -> dict:
                          m["voc_reversed"] <= -0.8, "success_f1>=0.9": m["success_f1"] >= 0.9}
     for task in SHIFT_TASKS:
         section = result.get(f"visual_shift_{task}")
-        if section:
-            shifted = {k: v for k, v in section["randomised"]["shift"].items() if k != "none"}
-            out[f"visual_shift_{task}"] = {
-                "min_f1>=0.85": min(v["success_f1"] for v in shifted.values()) >= 0.85,
-                "min_pearson>=0.85": min(v["progress_pearson"]
-                                         for v in shifted.values()) >= 0.85}
+        for arm, suffix in (("randomised", ""), ("coverage", "_coverage")):
+            if section and arm in section:
+                shifted = {k: v for k, v in section[arm]["shift"].items() if k != "none"}
+                out[f"visual_shift_{task}{suffix}"] = {
+                    "min_f1>=0.85": min(v["success_f1"] for v in shifted.values()) >= 0.85,
+                    "min_pearson>=0.85": min(v["progress_pearson"]
+                                             for v in shifted.values()) >= 0.85}
     section = result.get(f"policy_states_{POLICY_TASK}")
     if section:
         out[f"policy_states_{POLICY_TASK}"] = {arm: m["targets"]
@@ -391,7 +433,17 @@ def main() -> None:
     p.add_argument("--eval-policy", type=Path, default=None,
                    help=f"policy_states_{POLICY_TASK}: the run folder of `embodied train` "
                         "whose checkpoints are rolled out (another run than --policy-data)")
+    p.add_argument("--coverage-prm", type=Path, default=None,
+                   help=f"visual_shift_{POLICY_TASK}, policy_states_{POLICY_TASK}: also score "
+                        "this PRM run folder (arm coverage), e.g. runs/bench/reward/"
+                        "prm_coverage/panda_push of bench/reward_rl.py")
+    p.add_argument("--shift-arm", action="append", choices=SHIFT_ARMS, default=None,
+                   help="run only these arms of those sections (repeatable); the others are "
+                        "kept from the result file")
     args = p.parse_args()
+    if args.coverage_prm is not None and not (args.coverage_prm / "prm.pt").is_file():
+        p.error(f"--coverage-prm {args.coverage_prm}: no prm.pt there; pass a run folder of "
+                "`embodied reward train`")
     for run in (args.policy_data, args.eval_policy):
         if run is not None and not (run / "checkpoints").is_dir():
             p.error(f"{run} has no checkpoints/ folder; pass a run folder of `embodied train`")
@@ -408,11 +460,16 @@ def main() -> None:
             figures[task] = train_prm(task, quick, reuse)
     for task in SHIFT_TASKS[:1] if quick else SHIFT_TASKS:
         if f"visual_shift_{task}" in only:
+            mine = task == POLICY_TASK
             figures[f"visual_shift_{task}"] = visual_shift(
-                task, quick, reuse, args.policy_data if task == POLICY_TASK else None)
+                task, quick, reuse, args.policy_data if mine else None,
+                args.coverage_prm if mine else None, args.shift_arm)
     if f"policy_states_{POLICY_TASK}" in only and args.eval_policy is not None:
-        figures[f"policy_states_{POLICY_TASK}"] = policy_states(POLICY_TASK, quick,
-                                                                args.eval_policy)
+        figures[f"policy_states_{POLICY_TASK}"] = policy_states(
+            POLICY_TASK, quick, args.eval_policy, args.coverage_prm, args.shift_arm)
+    if args.shift_arm:
+        for name in [n for n in figures if n.startswith(("visual_shift_", "policy_states_"))]:
+            figures[name] = with_kept_arms(name, figures[name], quick)
     speed_task = TASKS[0] if quick else SPEED_TASK
     ckpt = prm_dir(speed_task, quick)
     if not (ckpt / "prm.pt").is_file() and {"throughput", "ppo_speed"} & set(only):

@@ -73,7 +73,7 @@ from bench.reward_model import TASKS, bench_root, ppo_run, reused_prm, train_prm
 from embodied.config import load_config
 
 RL_TASKS = ("panda_reach", "panda_push")
-BUDGETS = {"panda_reach": 400_000, "panda_push": 1_000_000, "panda_pick_place": 1_000_000}
+BUDGETS = {"panda_reach": 400_000, "panda_push": 3_000_000, "panda_pick_place": 1_000_000}
 ARMS = {  # name -> overrides of `embodied train`
     "sparse": ["reward=sparse"],
     "prm_shaped": ["reward=prm"],
@@ -93,6 +93,11 @@ EVAL_EPISODES = 64  # deterministic episodes per checkpoint
 LEVELS = (0.8, 0.95)  # eval success levels whose env steps are reported
 
 
+def default_budget(task: str, quick: bool) -> int:
+    """Env steps per arm of ``task`` when ``--budget`` is not given (a smoke run's with quick)."""
+    return 2 * 16 * 32 if quick else BUDGETS[task]
+
+
 def build_name(task: str, seed: int) -> str:
     """The cache folder name of the PRM build of ``seed`` (seed 0: the task's name)."""
     return task if seed == 0 else f"{task}_seed{seed}"
@@ -104,7 +109,7 @@ def policy_run(task: str, quick: bool, seed: int = 0) -> Path:
 
     run_dir = bench_root(quick) / "prm_policy" / build_name(task, seed)
     if not (run_dir / "summary.json").is_file():
-        budget = 2 * 16 * 32 if quick else BUDGETS[task]
+        budget = default_budget(task, quick)
         run_train(load_config("train", [
             f"task={task}", "reward=oracle", f"total_env_steps={budget}", f"seed={seed}",
             f"save_interval={1 if quick else 10}", "progress=false", "eval.video_envs=0",
@@ -125,7 +130,8 @@ def coverage_prm(task: str, quick: bool, seed: int = 0) -> tuple[Path, dict]:
     data = (f"data.policies=[{{checkpoint: {run}, stages: 1, episodes: 8}}]" if quick  # smoke
             else f"data.policy_run={run}")
     seeds = () if seed == 0 else (f"data.seed={seed}", f"train.seed={seed}")
-    return run_dir, train_prm(task, quick, reuse=False, run_dir=run_dir, extra=(data, *seeds))
+    return run_dir, train_prm(task, quick, reuse=False, run_dir=run_dir,
+                              extra=(data, "torch_threads=1", *seeds))
 
 
 def eval_curve(run_dir: Path, quick: bool) -> dict:
@@ -273,7 +279,7 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
     built = None
     if prm is None:
         prm, built = coverage_prm(task, quick, prm_seed)
-    budget = budget or (2 * 16 * 32 if quick else BUDGETS[task])
+    budget = budget or default_budget(task, quick)
     extra = [*SHARED_PPO, f"save_interval={1 if quick else save_interval}",
              *(["num_envs=16", "eval.num_envs=8"] if quick else [])]
     load_before = round(os.getloadavg()[0], 2)
@@ -323,29 +329,33 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
 
 def policy_states(task: str, prms: list[Path], policy: Path, stages: int, episodes: int,
                   noise: float, seed: int, quick: bool) -> dict:
-    """Fresh rollouts of ``policy``'s checkpoints scored by every PRM of ``prms``."""
+    """Fresh rollouts of ``policy``'s checkpoints scored by every PRM of ``prms``.
+
+    The rollouts run in the env and look of the first PRM's own data (its action space,
+    control rate and cameras: the pusher's on push), so ``policy`` must come from PPO in
+    that env.
+    """
     from embodied.reward import make_reward_model
-    from embodied.reward.prm.data import DataConfig, load_frames, save_frames, simulate
-    from embodied.reward.prm.evaluate import policy_state_metrics
+    from embodied.reward.prm.data import load_frames
+    from embodied.reward.prm.evaluate import (
+        policy_state_config,
+        policy_state_metrics,
+        shift_dataset,
+    )
     from embodied.reward.prm.text import paraphrase
 
+    models = {p: make_reward_model({"name": "prm", "checkpoint": str(p)}) for p in prms}
+    own = load_frames(models[prms[0]].info["data"], mmap=True)
+    cfg = policy_state_config(own, str(policy), stages, episodes, noise, seed)
     folder = bench_root(quick) / "policy_states" / f"{task}_{policy.name}_seed{seed}"
-    if (folder / "meta.json").is_file():
-        data = load_frames(folder)
-    else:
-        data = simulate(DataConfig(task=task, episodes=16, expert_fraction=1.0,
-                                   noisy_fraction=0.0, seed=seed, policies=[
-                                       {"checkpoint": str(policy), "stages": stages,
-                                        "episodes": episodes, "noise": noise}]))
-        save_frames(data, folder)
+    data = shift_dataset(cfg, folder)
     rng = np.random.default_rng(seed)
     paraphrases = list(dict.fromkeys(paraphrase(data.instruction, rng, held_out=True)
                                      for _ in range(4)))
     return {"policy": str(policy), "stages": stages, "episodes_per_stage": episodes,
             "action_noise": noise, "seed": seed, "data": str(folder),
-            "prms": {p.name: {"prm": str(p)} | policy_state_metrics(
-                make_reward_model({"name": "prm", "checkpoint": str(p)}), data, paraphrases)
-                for p in prms},
+            "prms": {p.name: {"prm": str(p)} | policy_state_metrics(model, data, paraphrases)
+                     for p, model in models.items()},
             "load_avg_1min": round(os.getloadavg()[0], 2),
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 
@@ -420,8 +430,9 @@ def main() -> None:
     figures = {}
     for task in tasks:
         kept = None
-        same = task in earlier and (earlier[task]["budget_env_steps"], earlier[task]["seeds"]) \
-            == (args.budget or BUDGETS[task], args.seeds)
+        budget = args.budget or default_budget(task, args.quick)
+        same = task in earlier and (earlier[task].get("budget_env_steps"),
+                                    earlier[task].get("seeds")) == (budget, args.seeds)
         if args.arm and not args.label and same:  # the arms not rerun stay (same budget)
             date = earlier[task].get("date", earlier.get("date", ""))
             kept = {name: {**arm, "ran": arm.get("ran", date)}

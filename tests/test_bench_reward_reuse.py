@@ -30,3 +30,25 @@ def test_only_runs_of_the_same_settings_are_reused(tmp_path, capsys):
                   "reward.loop.refresh.every=4", "seed=2"):
         assert not same_settings(run, load_config("train", [*ARGS, other])), other
     assert "training it again" in capsys.readouterr().out
+
+
+def test_shift_arms_not_rerun_are_kept_with_the_date_they_ran(tmp_path, monkeypatch):
+    import json
+
+    import bench.reward_model as rm
+
+    monkeypatch.setattr(rm, "RESULTS", tmp_path)
+    old = {"visual_shift_panda_push": {"date": "d0", "policy_data": {"run": "r"},
+                                       "randomised": {"shift": 1}, "plain": {"shift": 2},
+                                       "randomised_policies": {"shift": 3, "ran": "d-1"}},
+           "policy_states_panda_push": {"date": "d0", "arms": {"plain": {"pearson": 0.8}}}}
+    (tmp_path / "reward_model.json").write_text(json.dumps(old))
+    shift = rm.with_kept_arms("visual_shift_panda_push", {"coverage": {"shift": 4},
+                                                          "plain": {"shift": 5}}, quick=False)
+    assert shift == {"coverage": {"shift": 4}, "plain": {"shift": 5},  # rerun: the new one
+                     "randomised": {"shift": 1, "ran": "d0"},
+                     "randomised_policies": {"shift": 3, "ran": "d-1"},
+                     "policy_data": {"run": "r"}}
+    states = rm.with_kept_arms("policy_states_panda_push", {"arms": {"coverage": {}}}, False)
+    assert states == {"arms": {"coverage": {}, "plain": {"pearson": 0.8, "ran": "d0"}}}
+    assert rm.with_kept_arms("visual_shift_panda_reach", {"plain": {}}, False) == {"plain": {}}

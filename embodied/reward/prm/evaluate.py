@@ -111,13 +111,15 @@ def shift_config(data: FrameDataset, visual: Mapping[str, Any], episodes: int, s
                  batch_envs: int) -> DataConfig:
     """The simulation of ``data`` (task, env, cameras, size, stride, kinds) under ``visual``.
 
-    The scripted kinds only: rollouts of the dataset's given policies are left out.
+    The scripted kinds only: rollouts of the dataset's given policies (``policies`` and
+    the coverage recipe of ``policy_run``) are left out.
     """
     base = DataConfig(**{k: v for k, v in data.meta.get("config", {}).items()
                          if k in DataConfig.__dataclass_fields__})
     return replace(base, task=data.meta["task"], cameras=data.cameras, width=data.meta["width"],
                    height=data.meta["height"], stride=data.meta["stride"], episodes=episodes,
-                   batch_envs=batch_envs, seed=seed, visual=dict(visual), policies=[])
+                   batch_envs=batch_envs, seed=seed, visual=dict(visual), policies=[],
+                   policy_run=None)
 
 
 def shift_dataset(cfg: DataConfig, folder: Path | None) -> FrameDataset:

@@ -4,6 +4,7 @@ push PRM's episodes run in."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -76,3 +77,33 @@ def test_push_prm_episodes_run_in_the_pushers_env():
     # 20 Hz for 1 s: 20 control steps, a state every 5th
     assert [e["length"] for e in data.episodes] == [4, 4]
     assert data.meta["config"]["action"] == "ee_delta_yaw_closed"
+
+
+def test_policy_states_roll_out_the_pushers_checkpoints_in_the_prms_env(tmp_path):
+    from embodied.cli import main
+    from embodied.reward.prm.data import all_policies, policy_sources
+    from embodied.reward.prm.evaluate import policy_state_config
+    from tests.embodied.conftest import TINY_PPO
+
+    run = tmp_path / "pusher"
+    threads = torch.get_num_threads()
+    try:
+        args = [a for a in TINY_PPO if not a.startswith("task=")]
+        assert main(["train", "task=panda_push", *args, "max_iterations=1",
+                     f"run_dir={run}"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    ckpt = str(next((run / "checkpoints").glob("model_*.pt")))
+    env = task_env(load_config("reward_train", ["task=panda_push"]).task)
+    # a coverage PRM's data: the pusher's env, and a dense run's rollouts (policy_run)
+    own = simulate(DataConfig(task="panda_push", episodes=2, batch_envs=2, stride=5, width=16,
+                              height=16, expert_fraction=1.0, noisy_fraction=0.0,
+                              **(env | {"episode_length_s": 0.5})))
+    own.meta["config"]["policy_run"] = str(run)
+    cfg = policy_state_config(own, ckpt, stages=1, episodes=2, noise=0.2, seed=3)
+    # the given checkpoint alone: the PRM's own training policies are not rolled out again
+    assert [s.checkpoint for s in policy_sources(all_policies(cfg))] == [ckpt]
+    assert (cfg.action, cfg.decimation) == (env["action"], env["decimation"])
+    data = simulate(replace(cfg, episodes=2, batch_envs=2))
+    assert [e["kind"] for e in data.episodes] == ["expert", "expert", "policy", "policy"]
+    assert all(e["length"] == 2 for e in data.episodes)  # 10 control steps, every 5th
