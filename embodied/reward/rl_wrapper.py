@@ -284,12 +284,14 @@ class RewardEnv:
         ids = torch.randperm(self.env.num_envs, generator=self.gen)[:k].sort().values
         if self.model.requires_state:  # the control: the simulator's progress, distilled
             progress = self._score_state(self._current_state())[ids]
-        elif self.refresher is not None:  # keep the frames for the PRM's refresh
+        elif self.refresher is not None:  # kept (frames or features) for the PRM's refresh
             frames = self._render(ids)
-            progress = self._score_frames(ids, frames=frames)
             state = self._current_state()
-            self.refresher.add(obs[ids], frames, state["progress"][ids],
-                               state["success"][ids], progress, ids)
+            t = time.perf_counter()
+            progress = self.refresher.score_and_add(obs[ids], frames, state["progress"][ids],
+                                                    state["success"][ids], ids)
+            self.timing["model"] += time.perf_counter() - t
+            self.frames_scored += frames.shape[0] * frames.shape[1]
         else:
             progress = self._score_frames(ids)
         self._track("model", progress, ids)

@@ -19,6 +19,19 @@ Labels of the loop's states (``labels``):
   unlike the demonstrations; states where success held (the sparse reward the loop has
   anyway) towards progress 1 and success 1. States of episodes still running are not used.
 
+What is trained (``train``):
+
+- ``all``: every trainable weight of the PRM; each gradient step runs the whole network
+  on the minibatch's frames, and after the refresh every kept state is scored again.
+- ``top``: the PRM's convolutional trunk is frozen; the layers above it (the encoder's
+  projection, the view embeddings, the instruction encoder, the heads) are trained.
+  The trunk's features of each loop state are computed once, when it is labelled (the
+  same pass that scores it), and kept instead of its frames; those of the replayed
+  training data once, when the refresher starts. A gradient step and the rescoring of
+  the kept states then run only the small layers above the trunk. Needs the ``cnn``
+  encoder. Training on the cached features is training the whole network with the
+  trunk's weights fixed (tested to float tolerance).
+
 The loop's frames are scored without start views (``start_views=False``): a PRM with
 temporal context is trained here on its current views alone, as its context dropout did.
 """
@@ -38,13 +51,16 @@ import torch
 from embodied.config import ConfigError
 from embodied.reward.prm.checkpoint import save_prm
 from embodied.reward.prm.data import FrameDataset, load_frames
-from embodied.reward.prm.labels import near_miss_instructions
+from embodied.reward.prm.inference import FastScorer
+from embodied.reward.prm.labels import expected_progress, near_miss_instructions
 from embodied.reward.prm.metrics import pearson
 from embodied.reward.prm.model import LearnedPRM
 from embodied.reward.prm.network import view_dropout_mask
 from embodied.reward.prm.train import TrainConfig, instructions, prm_loss
 
 LABELS = ("sim", "pushdown")
+TRAIN = ("all", "top")
+TRUNK = "encoder.conv."  # parameter-name prefix of the cnn encoder's convolutional trunk
 
 
 @dataclass
@@ -61,12 +77,16 @@ class RefreshConfig:
     buffer_size: int = 4096       # loop states kept (the newest)
     labels: str = "sim"           # sim | pushdown (label-free)
     push: float = 0.5             # pushdown: target = (1 - push) x prediction
+    train: str = "all"            # all | top (the trunk frozen, its features cached)
 
     def __post_init__(self) -> None:
         """Reject settings that cannot work, naming the fix."""
         if self.labels not in LABELS:
             raise ConfigError(f"reward.loop.refresh.labels must be one of {list(LABELS)}, "
                              f"got '{self.labels}'")
+        if self.train not in TRAIN:
+            raise ConfigError(f"reward.loop.refresh.train must be one of {list(TRAIN)}, "
+                             f"got '{self.train}'")
         if self.every < 1 or self.steps < 1 or self.batch_size < 2 or self.buffer_size < 1:
             raise ConfigError("reward.loop.refresh: every and steps must be >= 1, batch_size "
                              ">= 2 and buffer_size >= 1")
@@ -78,7 +98,8 @@ class RefreshConfig:
 class LoopBuffer:
     """The newest ``size`` labelled loop states (a ring buffer).
 
-    Per state: the policy observation, the views (uint8, the PRM's camera order), the
+    Per state: the policy observation, the PRM's input (``frames``: the views, uint8
+    [V, H, W, 3] in the PRM's camera order, or the trunk's features of them [V, F]), the
     simulator's progress and success, the PRM's score when it was labelled, its env and
     its episode's outcome (-1 while the episode runs, then 0 failed / 1 succeeded).
     """
@@ -101,10 +122,10 @@ class LoopBuffer:
 
     def add(self, obs: torch.Tensor, frames: torch.Tensor, progress: torch.Tensor,
             success: torch.Tensor, score: torch.Tensor, env_ids: torch.Tensor) -> None:
-        """Keep ``n`` states (oldest dropped): obs [n, D], frames [n, V, H, W, 3], rest [n]."""
+        """Keep ``n`` states (oldest dropped): obs [n, D], frames [n, V, ...], rest [n]."""
         n = len(obs)
         if self.frames is None:
-            self.frames = torch.zeros((self.capacity, *frames.shape[1:]), dtype=torch.uint8)
+            self.frames = torch.zeros((self.capacity, *frames.shape[1:]), dtype=frames.dtype)
         idx = (self.head + torch.arange(n)) % self.capacity
         self.obs[idx] = obs.float()
         self.frames[idx] = frames
@@ -144,11 +165,17 @@ class PRMRefresher:
         if missing:
             raise ConfigError(f"reward.loop.refresh: the loop renders {list(cameras)} but the PRM "
                              f"needs {missing}; set reward.loop.cameras=null")
+        self.top = cfg.train == "top"
+        if self.top and not isinstance(model.predict, FastScorer):
+            raise ConfigError("reward.loop.refresh.train=top caches the features of the PRM's "
+                             "cnn trunk; this PRM has another encoder: set "
+                             "reward.loop.refresh.train=all")
         self.model, self.net, self.cfg = model, net, cfg
         self.order = [list(cameras).index(c) for c in net.cfg.cameras]
         self.instruction = instruction
         self.buffer = LoopBuffer(cfg.buffer_size, obs_dim)
-        params = [p for p in net.parameters() if p.requires_grad]
+        params = [p for name, p in net.named_parameters()
+                  if p.requires_grad and not (self.top and name.startswith(TRUNK))]
         self.params = params
         self.opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
         self.rng = np.random.default_rng(seed)
@@ -164,17 +191,50 @@ class PRMRefresher:
                     "there; keep the dataset (embodied reward train keep_data=true) or set "
                     "reward.loop.refresh.replay_fraction=0") from e
             self.replay_rows = self.replay.rows("train")
+            self.replay_feats = self._replay_features() if self.top else None
             self.others = list(self.replay.meta["counterfactual_instructions"])
             self.near = [t for texts in near_miss_instructions(self.replay.instruction).values()
                          for t in texts]
         self.log: list[dict[str, Any]] = []
         self.seconds = 0.0
 
+    def _replay_features(self, chunk: int = 1024) -> torch.Tensor:
+        """Trunk features [R, V, F] of the replayed training rows (``replay_rows`` order)."""
+        trunk = self.model.predict.trunk
+        rows = self.replay_rows
+        return torch.cat([trunk(torch.from_numpy(np.ascontiguousarray(
+            self.replay.frames[rows[i:i + chunk]]))) for i in range(0, len(rows), chunk)])
+
     # ---------------------------------------------------------------- collect
     def add(self, obs: torch.Tensor, frames: torch.Tensor, progress: torch.Tensor,
             success: torch.Tensor, score: torch.Tensor, env_ids: torch.Tensor) -> None:
-        """Keep labelled loop states; ``frames`` [n, V, H, W, 3] in the loop's camera order."""
-        self.buffer.add(obs, frames[:, self.order], progress, success, score, env_ids)
+        """Keep labelled loop states; ``frames`` [n, V, H, W, 3] in the loop's camera order.
+
+        With ``train=top`` the trunk's features of the frames are kept instead.
+        """
+        frames = frames[:, self.order]
+        if self.top:
+            frames = self.model.predict.trunk(frames)
+        self.buffer.add(obs, frames, progress, success, score, env_ids)
+
+    def score_and_add(self, obs: torch.Tensor, frames: torch.Tensor, progress: torch.Tensor,
+                      success: torch.Tensor, env_ids: torch.Tensor) -> torch.Tensor:
+        """The PRM's progress [n] of loop ``frames`` [n, V, H, W, 3], which are then kept.
+
+        The same numbers as ``model.score`` of the frames with the loop's camera names;
+        with ``train=top`` the trunk runs once for both the score and the kept features.
+        """
+        frames = frames[:, self.order]
+        texts = [self.instruction] * len(frames)
+        if self.top:
+            feats = self.model.predict.trunk(frames)
+            score = self.model.predict.from_trunk(feats, texts)[0].float().cpu()
+            self.buffer.add(obs, feats, progress, success, score, env_ids)
+            return score
+        score = self.model.score(frames, self.instruction,
+                                 cameras=list(self.net.cfg.cameras)).progress.float().cpu()
+        self.buffer.add(obs, frames, progress, success, score, env_ids)
+        return score
 
     def end_episodes(self, env_ids: torch.Tensor, succeeded: torch.Tensor) -> None:
         """The episodes of ``env_ids`` ended; ``succeeded``: success held in them at some step."""
@@ -188,7 +248,8 @@ class PRMRefresher:
         if self.cfg.labels == "sim":
             return buf.progress[rows], success
         with torch.no_grad():  # pushdown: below the PRM's own current belief
-            pred = self.net.predict(frames, [self.instruction] * len(rows))[0]
+            logits = self._forward(frames, [self.instruction] * len(rows), None)[0]
+            pred = expected_progress(logits)
         target = torch.where(buf.success[rows], 1.0, (1.0 - self.cfg.push) * pred)
         return target, success
 
@@ -199,10 +260,21 @@ class PRMRefresher:
             rows = rows[(self.buffer.outcome[rows] == 0) | self.buffer.success[rows]]
         return rows
 
+    def _forward(self, inputs: torch.Tensor, texts: list[str], present: torch.Tensor | None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Progress logits [B, K] and success logits [B] of frames or (``top``) features."""
+        if not self.top:
+            return self.net(inputs, texts, present)
+        out = self.net.fuse(self.net.encoder.fc(inputs), texts, present)
+        return out[:, :-1], out[:, -1]
+
     def _replay_batch(self, n: int) -> tuple[torch.Tensor, list[str], torch.Tensor, torch.Tensor]:
         data = self.replay
         rows = np.sort(self.rng.choice(self.replay_rows, size=n))
-        frames = torch.from_numpy(np.ascontiguousarray(data.frames[rows]))
+        if self.replay_feats is not None:
+            frames = self.replay_feats[np.searchsorted(self.replay_rows, rows)]
+        else:
+            frames = torch.from_numpy(np.ascontiguousarray(data.frames[rows]))
         texts, negative = instructions(data.instruction, self.others, self.near, n,
                                        TrainConfig(), self.rng)
         neg = torch.from_numpy(negative)
@@ -246,8 +318,8 @@ class PRMRefresher:
                     target_p, target_s = torch.cat([target_p, r_p]), torch.cat([target_s, r_s])
                 present = view_dropout_mask(len(frames), frames.shape[1],
                                             self.net.cfg.view_dropout, self.gen)
-                loss = prm_loss(self.net, frames, texts, target_p.float(), target_s.float(),
-                                present)
+                loss = prm_loss(self._forward, frames, texts, target_p.float(),
+                                target_s.float(), present)
                 self.opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.params, 1.0)
@@ -283,7 +355,13 @@ class PRMRefresher:
         """The kept states' observations [n, D] and their progress by the current PRM [n]."""
         rows = self.buffer.rows()
         cams = list(self.net.cfg.cameras)
-        out = [self.model.score(self.buffer.frames[rows[i:i + batch]], self.instruction,
-                                cameras=cams).progress.float().cpu()
-               for i in range(0, len(rows), batch)]
+        if self.top:  # the layers above the trunk on the kept features
+            score = self.model.predict.from_trunk
+            out = [score(self.buffer.frames[rows[i:i + batch]],
+                         [self.instruction] * len(rows[i:i + batch]))[0].float().cpu()
+                   for i in range(0, len(rows), batch)]
+        else:
+            out = [self.model.score(self.buffer.frames[rows[i:i + batch]], self.instruction,
+                                    cameras=cams).progress.float().cpu()
+                   for i in range(0, len(rows), batch)]
         return self.buffer.obs[rows], torch.cat(out) if out else torch.zeros(0)
