@@ -175,13 +175,45 @@ def test_top_refresh_is_the_whole_network_with_its_trunk_fixed(tmp_path, labels)
 
 
 @pytest.mark.parametrize("train", ["all", "top"])
-def test_refresh_in_the_loop_swaps_the_prm_between_rollouts_only(tmp_path, train):
+def test_overlapped_refresh_is_the_same_refresh_one_rollout_later(tmp_path, train):
+    """overlap: the weights of the refresh trained on the buffer as it was at start(); the
+    PRM keeps its weights until finish(); states labelled in between scored by the new PRM."""
+    data = replay_data(tmp_path / "data")
+    cfg = {"enabled": True, "steps": 6, "batch_size": 16, "learning_rate": 3e-3,
+           "buffer_size": 40, "train": train}
+    now = filled(new_prm(tmp_path / "a", data=data), RefreshConfig(**cfg))
+    later = filled(new_prm(tmp_path / "b", data=data), RefreshConfig(**cfg, overlap=True))
+    probe = random_frames(8, 3)
+    before = mean_score(later.model, probe)
+    now.update()
+    later.start()
+    new = random_frames(12, 4)  # labelled while the refresh runs: 4 of the 32 copied drop out
+    later.score_and_add(torch.zeros(12, 4), new, torch.zeros(12), torch.zeros(12, dtype=torch.bool),
+                        torch.arange(12) % 4)
+    assert mean_score(later.model, probe) == before  # not swapped before finish()
+    obs, progress = later.finish()
+    assert later.finish() is None and len(later.log) == 1
+    assert later.log[0]["loss"] == now.log[0]["loss"]
+    for name, value in later.net.state_dict().items():
+        torch.testing.assert_close(value, now.net.state_dict()[name], atol=1e-6, rtol=0)
+    assert mean_score(later.model, probe) != before
+    assert torch.equal(obs, later.buffer.obs[later.buffer.rows()]) and len(progress) == 40
+    torch.testing.assert_close(progress[:28], now.relabel()[1][4:], atol=1e-5, rtol=0)
+    torch.testing.assert_close(progress[28:], now.model.score(
+        new, INSTRUCTION, cameras=["front", "side", "wrist"]).progress, atol=1e-5, rtol=0)
+    with pytest.raises(RuntimeError, match="start"):
+        later.update()
+    later.close()
+
+
+@pytest.mark.parametrize(("train", "overlap"), [("all", False), ("top", False), ("all", True)])
+def test_refresh_in_the_loop_swaps_the_prm_between_rollouts_only(tmp_path, train, overlap):
     prm = new_prm(tmp_path)
     env = make_env("panda_reach", num_envs=4, seed=0, episode_length_s=0.1)
     distill = DistillConfig(label_envs=2, label_every=1, hidden=[16], updates=2, batch_size=8,
                             buffer_size=64, refresh_every=3)
     refresh = RefreshConfig(enabled=True, every=1, steps=2, batch_size=4, replay_fraction=0,
-                            learning_rate=1e-2, train=train)
+                            learning_rate=1e-2, train=train, overlap=overlap)
     wrapped = RewardEnv(env, RewardMixer("prm+sparse", gamma=0.9), prm, scoring="distilled",
                         width=32, height=32, distill=distill, refresh=refresh,
                         start_views=False)
@@ -195,7 +227,8 @@ def test_refresh_in_the_loop_swaps_the_prm_between_rollouts_only(tmp_path, train
             seen.append(mean_score(prm, probe))
             potential.append(wrapped.distiller(obs))
         # rollouts of 3 env steps: the PRM and the potential change at steps 4 and 7 only
-        assert [t for t in range(1, 8) if seen[t] != seen[t - 1]] == [4, 7]
+        # (overlap: the refresh begun at step 4 is taken at 7, the one of step 7 still runs)
+        assert [t for t in range(1, 8) if seen[t] != seen[t - 1]] == ([7] if overlap else [4, 7])
         assert [t for t in range(1, 8) if not torch.equal(potential[t], potential[t - 1])] \
             == [4, 7]
         # after a refresh the MLP's buffer is the kept states, relabelled by the new PRM
@@ -208,11 +241,12 @@ def test_refresh_in_the_loop_swaps_the_prm_between_rollouts_only(tmp_path, train
         assert torch.equal(d.obs[:d.size], kept_obs)
         assert torch.allclose(d.target[:d.size], labels, atol=1e-5)
         log = wrapped.timing_summary()["shaping"]["prm_refresh"]["log"]
-        assert [e["refresh"] for e in log] == [1, 2] and log[0]["loop_states"] == 2 * 4
+        assert [e["refresh"] for e in log] == ([1] if overlap else [1, 2])
+        assert log[0]["loop_states"] == 2 * 4
         # the run's copy of the PRM is the refreshed one, not the checkpoint it started from
         saved = make_reward_model({"name": "prm", "checkpoint": str(
             wrapped.save_reward_model(tmp_path / "run"))})
-        assert saved.info["refreshed"]["refreshes"] == 2
+        assert saved.info["refreshed"]["refreshes"] == (1 if overlap else 2)
         assert mean_score(saved, probe) == seen[-1] != seen[0]
     finally:
         wrapped.close()
