@@ -326,7 +326,8 @@ class PRMRefresher:
         """(``overlap``) Begin a refresh on a copy of the buffer in a background thread."""
         if self._pending is not None:
             raise RuntimeError("a refresh is still running: finish() it first")
-        snapshot = copy.deepcopy(self.buffer)
+        with torch.inference_mode(False):  # normal tensors: the thread is not in that mode
+            snapshot = copy.deepcopy(self.buffer)
         self.buffer.fresh[:] = False
         self._pool = self._pool or ThreadPoolExecutor(1, thread_name_prefix="prm-refresh")
         self._pending = self._pool.submit(self._train_and_rescore, snapshot)

@@ -186,12 +186,13 @@ def test_overlapped_refresh_is_the_same_refresh_one_rollout_later(tmp_path, trai
     probe = random_frames(8, 3)
     before = mean_score(later.model, probe)
     now.update()
-    later.start()
-    new = random_frames(12, 4)  # labelled while the refresh runs: 4 of the 32 copied drop out
-    later.score_and_add(torch.zeros(12, 4), new, torch.zeros(12), torch.zeros(12, dtype=torch.bool),
-                        torch.arange(12) % 4)
-    assert mean_score(later.model, probe) == before  # not swapped before finish()
-    obs, progress = later.finish()
+    with torch.inference_mode():  # as PPO's collection runs
+        later.start()
+        new = random_frames(12, 4)  # labelled while it runs: 4 of the 32 copied drop out
+        later.score_and_add(torch.zeros(12, 4), new, torch.zeros(12),
+                            torch.zeros(12, dtype=torch.bool), torch.arange(12) % 4)
+        assert mean_score(later.model, probe) == before  # not swapped before finish()
+        obs, progress = later.finish()
     assert later.finish() is None and len(later.log) == 1
     assert later.log[0]["loss"] == now.log[0]["loss"]
     for name, value in later.net.state_dict().items():
@@ -223,7 +224,8 @@ def test_refresh_in_the_loop_swaps_the_prm_between_rollouts_only(tmp_path, train
         seen = [mean_score(prm, probe)]
         potential = [wrapped.distiller(obs)]
         for _ in range(7):
-            wrapped.step(torch.zeros(4, env.action_dim))
+            with torch.inference_mode():  # as PPO's collection runs
+                wrapped.step(torch.zeros(4, env.action_dim))
             seen.append(mean_score(prm, probe))
             potential.append(wrapped.distiller(obs))
         # rollouts of 3 env steps: the PRM and the potential change at steps 4 and 7 only
