@@ -284,12 +284,14 @@ class RewardEnv:
         ids = torch.randperm(self.env.num_envs, generator=self.gen)[:k].sort().values
         if self.model.requires_state:  # the control: the simulator's progress, distilled
             progress = self._score_state(self._current_state())[ids]
-        elif self.refresher is not None:  # keep the frames for the PRM's refresh
+        elif self.refresher is not None:  # kept (frames or features) for the PRM's refresh
             frames = self._render(ids)
-            progress = self._score_frames(ids, frames=frames)
             state = self._current_state()
-            self.refresher.add(obs[ids], frames, state["progress"][ids],
-                               state["success"][ids], progress, ids)
+            t = time.perf_counter()
+            progress = self.refresher.score_and_add(obs[ids], frames, state["progress"][ids],
+                                                    state["success"][ids], ids)
+            self.timing["model"] += time.perf_counter() - t
+            self.frames_scored += frames.shape[0] * frames.shape[1]
         else:
             progress = self._score_frames(ids)
         self._track("model", progress, ids)
@@ -310,14 +312,24 @@ class RewardEnv:
             self._reached[ids] = False
 
     def _refresh_prm(self) -> None:
-        """Fine-tune the PRM, then relabel the kept states and refit the MLP on them."""
+        """At a rollout boundary: fine-tune the PRM if due, relabel, refit the MLP.
+
+        With ``refresh.overlap`` a refresh started at the previous boundary is collected
+        here (the loop waits for it) and the next one, if due, starts in the background.
+        """
         t = time.perf_counter()
-        entry = self.refresher.update()
-        if entry is not None:
-            obs, progress = self.refresher.relabel()
-            self.distiller.replace(obs, progress)
+        ref, relabelled = self.refresher, None
+        due = self._rollouts % ref.cfg.every == 0
+        if ref.cfg.overlap:
+            relabelled = ref.finish()
+            if due:
+                ref.start()
+        elif due and ref.update() is not None:
+            relabelled = ref.relabel()
+        if relabelled is not None:
+            self.distiller.replace(*relabelled)
             self.distiller.fit(self.distiller.cfg.updates * 8)
-            entry["env_steps"] = self.steps * self.env.num_envs
+            ref.log[-1]["env_steps"] = self.steps * self.env.num_envs
         self.timing["refresh"] += time.perf_counter() - t
 
     def _track(self, key: str, progress: torch.Tensor, ids: torch.Tensor | None) -> None:
@@ -379,7 +391,7 @@ class RewardEnv:
                 # its first transition is recomputed by it, so phi(s) and phi(s') of every
                 # transition come from one function
                 self._rollouts += 1
-                if self.refresher is not None and self._rollouts % self.refresher.cfg.every == 0:
+                if self.refresher is not None:
                     self._refresh_prm()
                 self.distiller.refresh()
                 self.mixer.shaping.phi = self._distilled(self._prev_obs)
@@ -501,7 +513,9 @@ class RewardEnv:
         return out
 
     def close(self) -> None:
-        """Close the wrapped env."""
+        """Stop a background PRM refresh, close the wrapped env."""
+        if self.refresher is not None:
+            self.refresher.close()
         self.env.close()
 
 

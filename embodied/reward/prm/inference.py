@@ -85,13 +85,27 @@ class FastScorer:
         return self._floats(x)
 
     @torch.inference_mode()
+    def trunk(self, frames: torch.Tensor) -> torch.Tensor:
+        """The convolutional trunk's features [B, V, F] of uint8 ``frames`` [B, V, H, W, 3].
+
+        ``F`` is the flattened output of the encoder's convolutions (before its ``fc``):
+        ``net.encoder.conv(x - 0.5).flatten(1)`` of the frames as floats in [0, 1], up to
+        float rounding. A new tensor (not a view of a workspace): safe to keep.
+        """
+        b, v = frames.shape[:2]
+        return self.conv(self.prepare(frames)).flatten(1).view(b, v, -1)
+
+    @torch.inference_mode()
+    def from_trunk(self, feats: torch.Tensor, instructions: list[str],
+                   present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Progress [B] and calibrated success probability [B] of trunk features [B, V, F]."""
+        out = self.net.fuse(self.fc(feats), instructions, present)
+        return expected_progress(out[:, :-1]), self.calibration.probability(out[:, -1])
+
     def __call__(self, frames: torch.Tensor, instructions: list[str],
                  present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Progress [B] and calibrated success probability [B] (``MultiViewPRM.predict``'s)."""
-        b, v = frames.shape[:2]
-        feats = self.fc(self.conv(self.prepare(frames)).flatten(1))
-        out = self.net.fuse(feats.view(b, v, -1), instructions, present)
-        return expected_progress(out[:, :-1]), self.calibration.probability(out[:, -1])
+        return self.from_trunk(self.trunk(frames), instructions, present)
 
 
 Scorer = Callable[[torch.Tensor, list[str], torch.Tensor | None],

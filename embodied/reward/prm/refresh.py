@@ -19,15 +19,41 @@ Labels of the loop's states (``labels``):
   unlike the demonstrations; states where success held (the sparse reward the loop has
   anyway) towards progress 1 and success 1. States of episodes still running are not used.
 
+What is trained (``train``):
+
+- ``all``: every trainable weight of the PRM; each gradient step runs the whole network
+  on the minibatch's frames, and after the refresh every kept state is scored again.
+- ``top``: the PRM's convolutional trunk is frozen; the layers above it (the encoder's
+  projection, the view embeddings, the instruction encoder, the heads) are trained.
+  The trunk's features of each loop state are computed once, when it is labelled (the
+  same pass that scores it), and kept instead of its frames; those of the replayed
+  training data once, when the refresher starts. A gradient step and the rescoring of
+  the kept states then run only the small layers above the trunk. Needs the ``cnn``
+  encoder. Training on the cached features is training the whole network with the
+  trunk's weights fixed (tested to float tolerance).
+
+When it runs (``overlap``):
+
+- ``false``: at the rollout boundary where it is due, before the next rollout begins
+  (the loop waits for it).
+- ``true``: a copy of the buffer is taken there and the refresh trains a copy of the PRM
+  on it in a background thread while the next rollout is collected (labelled by the PRM
+  of before); at the next rollout boundary the loop waits for it, takes its weights and
+  its rescoring of the copied states, and scores only the states labelled since. The
+  same computation as ``false`` one rollout later; it saves wall-clock time only where
+  a core is free for the thread.
+
 The loop's frames are scored without start views (``start_views=False``): a PRM with
 temporal context is trained here on its current views alone, as its context dropout did.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,13 +64,16 @@ import torch
 from embodied.config import ConfigError
 from embodied.reward.prm.checkpoint import save_prm
 from embodied.reward.prm.data import FrameDataset, load_frames
-from embodied.reward.prm.labels import near_miss_instructions
+from embodied.reward.prm.inference import FastScorer, make_scorer
+from embodied.reward.prm.labels import expected_progress, near_miss_instructions
 from embodied.reward.prm.metrics import pearson
 from embodied.reward.prm.model import LearnedPRM
 from embodied.reward.prm.network import view_dropout_mask
 from embodied.reward.prm.train import TrainConfig, instructions, prm_loss
 
 LABELS = ("sim", "pushdown")
+TRAIN = ("all", "top")
+TRUNK = "encoder.conv."  # parameter-name prefix of the cnn encoder's convolutional trunk
 
 
 @dataclass
@@ -61,12 +90,17 @@ class RefreshConfig:
     buffer_size: int = 4096       # loop states kept (the newest)
     labels: str = "sim"           # sim | pushdown (label-free)
     push: float = 0.5             # pushdown: target = (1 - push) x prediction
+    train: str = "all"            # all | top (the trunk frozen, its features cached)
+    overlap: bool = False         # train in a background thread during the next rollout
 
     def __post_init__(self) -> None:
         """Reject settings that cannot work, naming the fix."""
         if self.labels not in LABELS:
             raise ConfigError(f"reward.loop.refresh.labels must be one of {list(LABELS)}, "
                              f"got '{self.labels}'")
+        if self.train not in TRAIN:
+            raise ConfigError(f"reward.loop.refresh.train must be one of {list(TRAIN)}, "
+                             f"got '{self.train}'")
         if self.every < 1 or self.steps < 1 or self.batch_size < 2 or self.buffer_size < 1:
             raise ConfigError("reward.loop.refresh: every and steps must be >= 1, batch_size "
                              ">= 2 and buffer_size >= 1")
@@ -78,7 +112,8 @@ class RefreshConfig:
 class LoopBuffer:
     """The newest ``size`` labelled loop states (a ring buffer).
 
-    Per state: the policy observation, the views (uint8, the PRM's camera order), the
+    Per state: the policy observation, the PRM's input (``frames``: the views, uint8
+    [V, H, W, 3] in the PRM's camera order, or the trunk's features of them [V, F]), the
     simulator's progress and success, the PRM's score when it was labelled, its env and
     its episode's outcome (-1 while the episode runs, then 0 failed / 1 succeeded).
     """
@@ -94,6 +129,7 @@ class LoopBuffer:
         self.outcome = torch.full((size,), -1, dtype=torch.long)
         self.fresh = torch.zeros(size, dtype=torch.bool)  # added since the last refresh
         self.size = self.head = 0
+        self.added = 0  # states ever added
 
     def __len__(self) -> int:
         """How many states are kept."""
@@ -101,10 +137,10 @@ class LoopBuffer:
 
     def add(self, obs: torch.Tensor, frames: torch.Tensor, progress: torch.Tensor,
             success: torch.Tensor, score: torch.Tensor, env_ids: torch.Tensor) -> None:
-        """Keep ``n`` states (oldest dropped): obs [n, D], frames [n, V, H, W, 3], rest [n]."""
+        """Keep ``n`` states (oldest dropped): obs [n, D], frames [n, V, ...], rest [n]."""
         n = len(obs)
         if self.frames is None:
-            self.frames = torch.zeros((self.capacity, *frames.shape[1:]), dtype=torch.uint8)
+            self.frames = torch.zeros((self.capacity, *frames.shape[1:]), dtype=frames.dtype)
         idx = (self.head + torch.arange(n)) % self.capacity
         self.obs[idx] = obs.float()
         self.frames[idx] = frames
@@ -116,6 +152,7 @@ class LoopBuffer:
         self.fresh[idx] = True
         self.head = int((self.head + n) % self.capacity)
         self.size = min(self.size + n, self.capacity)
+        self.added += n
 
     def end_episodes(self, env_ids: torch.Tensor, succeeded: torch.Tensor) -> None:
         """Record the outcome of the running episodes of ``env_ids`` (``succeeded`` [n])."""
@@ -144,11 +181,23 @@ class PRMRefresher:
         if missing:
             raise ConfigError(f"reward.loop.refresh: the loop renders {list(cameras)} but the PRM "
                              f"needs {missing}; set reward.loop.cameras=null")
+        self.top = cfg.train == "top"
+        if self.top and not isinstance(model.predict, FastScorer):
+            raise ConfigError("reward.loop.refresh.train=top caches the features of the PRM's "
+                             "cnn trunk; this PRM has another encoder: set "
+                             "reward.loop.refresh.train=all")
         self.model, self.net, self.cfg = model, net, cfg
         self.order = [list(cameras).index(c) for c in net.cfg.cameras]
         self.instruction = instruction
         self.buffer = LoopBuffer(cfg.buffer_size, obs_dim)
-        params = [p for p in net.parameters() if p.requires_grad]
+        # the network the refresh trains: the PRM itself, or (overlap) a copy whose weights
+        # the PRM takes when the refresh is collected (the sentence model stays shared)
+        self.train_net = net
+        if cfg.overlap:
+            text = getattr(net.text, "embedder", None)
+            self.train_net = copy.deepcopy(net, {id(text): text} if text is not None else {})
+        params = [p for name, p in self.train_net.named_parameters()
+                  if p.requires_grad and not (self.top and name.startswith(TRUNK))]
         self.params = params
         self.opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
         self.rng = np.random.default_rng(seed)
@@ -164,45 +213,91 @@ class PRMRefresher:
                     "there; keep the dataset (embodied reward train keep_data=true) or set "
                     "reward.loop.refresh.replay_fraction=0") from e
             self.replay_rows = self.replay.rows("train")
+            self.replay_feats = self._replay_features() if self.top else None
             self.others = list(self.replay.meta["counterfactual_instructions"])
             self.near = [t for texts in near_miss_instructions(self.replay.instruction).values()
                          for t in texts]
         self.log: list[dict[str, Any]] = []
         self.seconds = 0.0
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future | None = None
+
+    def _replay_features(self, chunk: int = 1024) -> torch.Tensor:
+        """Trunk features [R, V, F] of the replayed training rows (``replay_rows`` order)."""
+        trunk = self.model.predict.trunk
+        rows = self.replay_rows
+        return torch.cat([trunk(torch.from_numpy(np.ascontiguousarray(
+            self.replay.frames[rows[i:i + chunk]]))) for i in range(0, len(rows), chunk)])
 
     # ---------------------------------------------------------------- collect
     def add(self, obs: torch.Tensor, frames: torch.Tensor, progress: torch.Tensor,
             success: torch.Tensor, score: torch.Tensor, env_ids: torch.Tensor) -> None:
-        """Keep labelled loop states; ``frames`` [n, V, H, W, 3] in the loop's camera order."""
-        self.buffer.add(obs, frames[:, self.order], progress, success, score, env_ids)
+        """Keep labelled loop states; ``frames`` [n, V, H, W, 3] in the loop's camera order.
+
+        With ``train=top`` the trunk's features of the frames are kept instead.
+        """
+        frames = frames[:, self.order]
+        if self.top:
+            frames = self.model.predict.trunk(frames)
+        self.buffer.add(obs, frames, progress, success, score, env_ids)
+
+    def score_and_add(self, obs: torch.Tensor, frames: torch.Tensor, progress: torch.Tensor,
+                      success: torch.Tensor, env_ids: torch.Tensor) -> torch.Tensor:
+        """The PRM's progress [n] of loop ``frames`` [n, V, H, W, 3], which are then kept.
+
+        The same numbers as ``model.score`` of the frames with the loop's camera names;
+        with ``train=top`` the trunk runs once for both the score and the kept features.
+        """
+        frames = frames[:, self.order]
+        texts = [self.instruction] * len(frames)
+        if self.top:
+            feats = self.model.predict.trunk(frames)
+            score = self.model.predict.from_trunk(feats, texts)[0].float().cpu()
+            self.buffer.add(obs, feats, progress, success, score, env_ids)
+            return score
+        score = self.model.score(frames, self.instruction,
+                                 cameras=list(self.net.cfg.cameras)).progress.float().cpu()
+        self.buffer.add(obs, frames, progress, success, score, env_ids)
+        return score
 
     def end_episodes(self, env_ids: torch.Tensor, succeeded: torch.Tensor) -> None:
         """The episodes of ``env_ids`` ended; ``succeeded``: success held in them at some step."""
         self.buffer.end_episodes(env_ids, succeeded)
 
     # ----------------------------------------------------------------- update
-    def _loop_targets(self, rows: torch.Tensor, frames: torch.Tensor
+    def _loop_targets(self, buf: LoopBuffer, rows: torch.Tensor, frames: torch.Tensor
                       ) -> tuple[torch.Tensor, torch.Tensor]:
-        buf = self.buffer
         success = buf.success[rows].float()
         if self.cfg.labels == "sim":
             return buf.progress[rows], success
         with torch.no_grad():  # pushdown: below the PRM's own current belief
-            pred = self.net.predict(frames, [self.instruction] * len(rows))[0]
+            logits = self._forward(frames, [self.instruction] * len(rows), None)[0]
+            pred = expected_progress(logits)
         target = torch.where(buf.success[rows], 1.0, (1.0 - self.cfg.push) * pred)
         return target, success
 
-    def _usable(self) -> torch.Tensor:
-        rows = self.buffer.rows()
+    def _usable(self, buf: LoopBuffer) -> torch.Tensor:
+        rows = buf.rows()
         if self.cfg.labels == "pushdown":  # finished episodes only
-            rows = rows[self.buffer.outcome[rows] >= 0]
-            rows = rows[(self.buffer.outcome[rows] == 0) | self.buffer.success[rows]]
+            rows = rows[buf.outcome[rows] >= 0]
+            rows = rows[(buf.outcome[rows] == 0) | buf.success[rows]]
         return rows
+
+    def _forward(self, inputs: torch.Tensor, texts: list[str], present: torch.Tensor | None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Progress logits [B, K] and success logits [B] of frames or (``top``) features."""
+        if not self.top:
+            return self.train_net(inputs, texts, present)
+        out = self.train_net.fuse(self.train_net.encoder.fc(inputs), texts, present)
+        return out[:, :-1], out[:, -1]
 
     def _replay_batch(self, n: int) -> tuple[torch.Tensor, list[str], torch.Tensor, torch.Tensor]:
         data = self.replay
         rows = np.sort(self.rng.choice(self.replay_rows, size=n))
-        frames = torch.from_numpy(np.ascontiguousarray(data.frames[rows]))
+        if self.replay_feats is not None:
+            frames = self.replay_feats[np.searchsorted(self.replay_rows, rows)]
+        else:
+            frames = torch.from_numpy(np.ascontiguousarray(data.frames[rows]))
         texts, negative = instructions(data.instruction, self.others, self.near, n,
                                        TrainConfig(), self.rng)
         neg = torch.from_numpy(negative)
@@ -219,25 +314,79 @@ class PRMRefresher:
         of the PRM's scores with the simulator's progress, their mean error (bias) and the
         spread (std) of the true progress there.
         """
-        usable = self._usable()
+        if self.cfg.overlap:
+            raise RuntimeError("reward.loop.refresh.overlap: use start() and finish()")
+        entry = self._train(self.buffer)
+        if entry is not None:
+            self.model.weights_changed()
+            self.log.append(entry)
+        return entry
+
+    def start(self) -> None:
+        """(``overlap``) Begin a refresh on a copy of the buffer in a background thread."""
+        if self._pending is not None:
+            raise RuntimeError("a refresh is still running: finish() it first")
+        with torch.inference_mode(False):  # normal tensors: the thread is not in that mode
+            snapshot = copy.deepcopy(self.buffer)
+        self.buffer.fresh[:] = False
+        self._pool = self._pool or ThreadPoolExecutor(1, thread_name_prefix="prm-refresh")
+        self._pending = self._pool.submit(self._train_and_rescore, snapshot)
+
+    def _train_and_rescore(self, buf: LoopBuffer
+                           ) -> tuple[dict[str, Any] | None, LoopBuffer, torch.Tensor | None]:
+        entry = self._train(buf)
+        if entry is None:
+            return None, buf, None
+        return entry, buf, self._rescore(buf, buf.rows(), make_scorer(self.train_net))
+
+    def finish(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(``overlap``) Wait for the running refresh and give the PRM its weights.
+
+        Returns what ``relabel`` returns (the kept states and their progress by the new
+        PRM: the copied states rescored in the thread, the states labelled since scored
+        now), or None if no refresh ran or it had nothing to learn from.
+        """
+        if self._pending is None:
+            return None
+        entry, snap, scores = self._pending.result()
+        self._pending = None
+        if entry is None:
+            return None
+        self.net.load_state_dict(self.train_net.state_dict())
+        self.model.weights_changed()
+        self.log.append(entry)
+        rows = self.buffer.rows()
+        new = min(self.buffer.added - snap.added, len(rows))
+        kept = scores[len(scores) - (len(rows) - new):]
+        since = self._rescore(self.buffer, rows[len(rows) - new:], self.model.predict)
+        return self.buffer.obs[rows], torch.cat([kept, since])
+
+    def close(self) -> None:
+        """Wait for a running refresh (its result is dropped) and stop the thread."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool, self._pending = None, None
+
+    def _train(self, buf: LoopBuffer) -> dict[str, Any] | None:
+        """The refresh's gradient steps on ``buf`` (training ``train_net``); its log entry."""
+        usable = self._usable(buf)
         n_replay = round(self.cfg.batch_size * self.cfg.replay_fraction) if self.replay else 0
         n_loop = self.cfg.batch_size - n_replay
         if len(usable) < n_loop:
             return None
         t = time.perf_counter()
-        buf = self.buffer
         fresh = buf.rows()[buf.fresh[buf.rows()]]
         score, true = buf.score[fresh], buf.progress[fresh]
         corr = pearson(score.numpy(), true.numpy()) if len(fresh) > 2 else math.nan
         bias = float((score - true).mean()) if len(fresh) else math.nan
         buf.fresh[:] = False
-        self.net.train()
+        self.train_net.train()
         losses = []
         with torch.inference_mode(False), torch.enable_grad():
             for _ in range(self.cfg.steps):
                 pick = usable[torch.randint(len(usable), (n_loop,), generator=self.gen)]
                 frames = buf.frames[pick]
-                target_p, target_s = self._loop_targets(pick, frames)
+                target_p, target_s = self._loop_targets(buf, pick, frames)
                 texts = [self.instruction] * n_loop
                 if n_replay:
                     r_frames, r_texts, r_p, r_s = self._replay_batch(n_replay)
@@ -245,24 +394,21 @@ class PRMRefresher:
                     texts += r_texts
                     target_p, target_s = torch.cat([target_p, r_p]), torch.cat([target_s, r_s])
                 present = view_dropout_mask(len(frames), frames.shape[1],
-                                            self.net.cfg.view_dropout, self.gen)
-                loss = prm_loss(self.net, frames, texts, target_p.float(), target_s.float(),
-                                present)
+                                            self.train_net.cfg.view_dropout, self.gen)
+                loss = prm_loss(self._forward, frames, texts, target_p.float(),
+                                target_s.float(), present)
                 self.opt.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(self.params, 1.0)
                 self.opt.step()
                 losses.append(loss.item())
-        self.net.eval()
-        self.model.weights_changed()
+        self.train_net.eval()
         self.seconds += time.perf_counter() - t
-        entry = {"refresh": len(self.log) + 1, "loss": round(float(np.mean(losses)), 4),
-                 "loop_states": len(usable),
-                 "pearson_latest": None if math.isnan(corr) else round(corr, 4),
-                 "bias_latest": None if math.isnan(bias) else round(bias, 4),
-                 "true_std_latest": round(float(true.std()), 4) if len(fresh) > 1 else None}
-        self.log.append(entry)
-        return entry
+        return {"refresh": len(self.log) + 1, "loss": round(float(np.mean(losses)), 4),
+                "loop_states": len(usable),
+                "pearson_latest": None if math.isnan(corr) else round(corr, 4),
+                "bias_latest": None if math.isnan(bias) else round(bias, 4),
+                "true_std_latest": round(float(true.std()), 4) if len(fresh) > 1 else None}
 
     def save(self, path: str | Path, env_steps: int) -> Path:
         """Write the PRM as it is now as a checkpoint (``load_prm``, ``embodied reward eval``).
@@ -278,12 +424,21 @@ class PRMRefresher:
                              "env_steps": int(env_steps), "log": self.log}
         return save_prm(path, self.net, info)
 
-    @torch.no_grad()
-    def relabel(self, batch: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+    def relabel(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The kept states' observations [n, D] and their progress by the current PRM [n]."""
         rows = self.buffer.rows()
-        cams = list(self.net.cfg.cameras)
-        out = [self.model.score(self.buffer.frames[rows[i:i + batch]], self.instruction,
-                                cameras=cams).progress.float().cpu()
+        return self.buffer.obs[rows], self._rescore(self.buffer, rows, self.model.predict)
+
+    @torch.no_grad()
+    def _rescore(self, buf: LoopBuffer, rows: torch.Tensor, scorer: Any,
+                 batch: int = 512) -> torch.Tensor:
+        """Progress [n] of ``buf``'s ``rows`` by ``scorer`` (``make_scorer``'s).
+
+        Kept frames (in the PRM's camera order) or, with ``train=top``, kept trunk features
+        (``FastScorer.from_trunk``).
+        """
+        score = scorer.from_trunk if self.top else scorer
+        out = [score(buf.frames[rows[i:i + batch]],
+                     [self.instruction] * len(rows[i:i + batch]))[0].float().cpu()
                for i in range(0, len(rows), batch)]
-        return self.buffer.obs[rows], torch.cat(out) if out else torch.zeros(0)
+        return torch.cat(out) if out else torch.zeros(0)
