@@ -9,6 +9,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
@@ -49,6 +50,16 @@ def merge_sections(name: str, quick: bool, figures: dict, sections: list[str]) -
     merged.update({key: value for key, value in figures.items() if key not in sections})
     merged.update({key: figures[key] for key in sections if key in figures})
     return merged
+
+
+def kept_arms(earlier: dict, rerun: Iterable[str], date: str | None) -> dict:
+    """The arms of ``earlier`` (name -> figures) not in ``rerun``, kept in a partial rerun.
+
+    Each carries ``ran``: the date of the run that measured it (its own if it has one,
+    else ``date``, the earlier section's).
+    """
+    return {name: {**arm, "ran": arm.get("ran", date)} for name, arm in earlier.items()
+            if name not in rerun}
 
 
 def machine() -> dict:

@@ -53,7 +53,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import RESULTS, merge_sections, parser, write_result
+from bench.common import RESULTS, kept_arms, merge_sections, parser, write_result
 from embodied.config import load_config
 
 TASKS = ("panda_reach", "panda_push", "panda_pick_place")
@@ -248,9 +248,8 @@ def with_kept_arms(name: str, section: dict, quick: bool) -> dict:
         return section
     nested = "arms" in section  # policy_states: under "arms"; visual_shift: top level
     new_arms, old_arms = (section["arms"], old["arms"]) if nested else (section, old)
-    for arm in SHIFT_ARMS:
-        if arm in old_arms and arm not in new_arms:
-            new_arms[arm] = {**old_arms[arm], "ran": old_arms[arm].get("ran", old.get("date"))}
+    new_arms.update(kept_arms({a: old_arms[a] for a in SHIFT_ARMS if a in old_arms},
+                              new_arms, old.get("date")))
     if not nested and "policy_data" in old and "randomised_policies" in new_arms:
         section.setdefault("policy_data", old["policy_data"])
     return section

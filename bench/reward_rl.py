@@ -68,7 +68,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import RESULTS, merge_sections, parser, write_result
+from bench.common import RESULTS, kept_arms, merge_sections, parser, write_result
 from bench.reward_model import TASKS, bench_root, ppo_run, reused_prm, train_prm
 from embodied.config import load_config
 
@@ -435,8 +435,7 @@ def main() -> None:
                                     earlier[task].get("seeds")) == (budget, args.seeds)
         if args.arm and not args.label and same:  # the arms not rerun stay (same budget)
             date = earlier[task].get("date", earlier.get("date", ""))
-            kept = {name: {**arm, "ran": arm.get("ran", date)}
-                    for name, arm in earlier[task]["arms"].items() if name not in ARMS}
+            kept = kept_arms(earlier[task]["arms"], ARMS, date)
         figures[task] = experiment(task, args.quick, args.budget, args.seeds,
                                    args.reuse_runs, prm, args.label, kept, args.save_interval,
                                    args.prm_seed)
