@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -39,17 +40,30 @@ def parse_args(description: str, sections: list[str] | None = None) -> argparse.
 def merge_sections(name: str, quick: bool, figures: dict, sections: list[str]) -> dict:
     """``figures`` of a partial run with the other sections kept from the last result file.
 
-    Each section records its own ``date``, so a merged file says when each part ran.
+    Each section records its own ``date``, so a merged file says when each part ran. A
+    section that does (a dict with a ``date``) also records where: ``sections`` this run's
+    ``machine`` and ``command``, a kept section without its own the ``machine`` of the
+    file it comes from (learning results differ between CPUs, so a merged file must say
+    where each part ran).
     """
     path = RESULTS / f"{name}{'.quick' if quick else ''}.json"
     if not path.exists():
         return figures
     previous = json.loads(path.read_text())
-    merged = {key: value for key, value in previous.items()
+    merged = {key: _where(value, {"machine": previous.get("machine")}) for key, value
+              in previous.items()
               if key not in ("benchmark", "quick", "machine", "command", "date")}
     merged.update({key: value for key, value in figures.items() if key not in sections})
-    merged.update({key: figures[key] for key in sections if key in figures})
+    here = {"machine": machine(), "command": " ".join([Path(sys.executable).name, *sys.argv])}
+    merged.update({key: _where(figures[key], here) for key in sections if key in figures})
     return merged
+
+
+def _where(section: Any, run: dict) -> Any:
+    """``section`` with ``run``'s machine and command if it is a dated section without them."""
+    if not isinstance(section, dict) or "date" not in section or "machine" in section:
+        return section
+    return {**{k: v for k, v in run.items() if v is not None}, **section}
 
 
 def kept_arms(earlier: dict, rerun: Iterable[str], date: str | None) -> dict:

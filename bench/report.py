@@ -336,10 +336,13 @@ def reward_rl(r: dict) -> str:
                                            f"{load[0]:.1f}/{load[1]:.1f}" if load else ""))
         if "provenance" in rl:
             notes.append(rl["provenance"])
+        # a section merged into the file records its own machine (and command, if known)
+        where, command = ((rl["machine"], rl.get("command")) if "machine" in rl
+                          else (r["machine"], r["command"]))
         lines += ["", "; ".join(notes) + f". Run {rl['date'][:10]}; curves: `{rl['plot']}`.",
-                  ""]
-    lines += [f"({r['machine']['cores']} cores, {r['machine']['cpu']}; `{r['command']}`)"]
-    return "\n".join(lines)
+                  "", f"({where['cores']} cores, {where['cpu']}"
+                  + (f"; `{command}`)" if command else ")"), ""]
+    return "\n".join(lines).rstrip("\n")
 
 
 def ros_loop(r: dict) -> str:

@@ -52,3 +52,29 @@ def test_shift_arms_not_rerun_are_kept_with_the_date_they_ran(tmp_path, monkeypa
     states = rm.with_kept_arms("policy_states_panda_push", {"arms": {"coverage": {}}}, False)
     assert states == {"arms": {"coverage": {}, "plain": {"pearson": 0.8, "ran": "d0"}}}
     assert rm.with_kept_arms("visual_shift_panda_reach", {"plain": {}}, False) == {"plain": {}}
+
+
+def test_a_merged_file_says_where_each_section_ran(tmp_path, monkeypatch):
+    import json
+
+    import bench.common as common
+
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    amd = {"cores": 2, "cpu": "AMD EPYC"}
+    old = {"benchmark": "reward_rl", "machine": amd, "command": "python bench/reward_rl.py",
+           "date": "d1", "panda_push": {"date": "d0", "arms": {}},
+           "panda_reach": {"date": "d1", "arms": {"sparse": {}}},
+           "moved": {"date": "d0", "machine": {"cpu": "other"}}, "targets": {"a": True}}
+    (tmp_path / "reward_rl.json").write_text(json.dumps(old))
+    monkeypatch.setattr(common, "machine", lambda: {"cores": 2, "cpu": "Intel Xeon"})
+    monkeypatch.setattr(sys, "argv", ["bench/reward_rl.py", "--task", "panda_reach"])
+    merged = common.merge_sections("reward_rl", False, {"panda_reach": {"date": "d2"}},
+                                   ["panda_reach"])
+    assert merged["panda_reach"] == {"date": "d2", "machine": {"cores": 2, "cpu": "Intel Xeon"},
+                                     "command": f"{Path(sys.executable).name} "
+                                                "bench/reward_rl.py --task panda_reach"}
+    # kept: the machine of the file it came from, never a command it may not have run with
+    assert merged["panda_push"] == {"date": "d0", "arms": {}, "machine": amd}
+    assert merged["moved"] == {"date": "d0", "machine": {"cpu": "other"}}  # its own stays
+    assert merged["targets"] == {"a": True}  # not a dated section: untouched
+    assert "machine" not in merged and "command" not in merged  # the file's: write_result's
