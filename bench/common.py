@@ -54,7 +54,7 @@ def merge_sections(name: str, quick: bool, figures: dict, sections: list[str]) -
               in previous.items()
               if key not in ("benchmark", "quick", "machine", "command", "date")}
     merged.update({key: value for key, value in figures.items() if key not in sections})
-    here = {"machine": machine(), "command": " ".join([Path(sys.executable).name, *sys.argv])}
+    here = {"machine": machine(), "command": command_line()}
     merged.update({key: _where(figures[key], here) for key in sections if key in figures})
     return merged
 
@@ -94,10 +94,15 @@ def machine() -> dict:
             "versions": versions}
 
 
+def command_line() -> str:
+    """This run's command line, as the result files record it."""
+    return " ".join([Path(sys.executable).name, *sys.argv])
+
+
 def write_result(name: str, quick: bool, figures: dict, echo: bool = True) -> dict:
     """Write bench/results/<name>[.quick].json and (``echo``) print it as the last line."""
     result = {"benchmark": name, "quick": quick, **figures, "machine": machine(),
-              "command": " ".join([Path(sys.executable).name, *sys.argv]),
+              "command": command_line(),
               "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}{'.quick' if quick else ''}.json"
