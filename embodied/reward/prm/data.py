@@ -125,8 +125,9 @@ def all_policies(cfg: DataConfig) -> list[dict[str, Any]]:
 def policy_sources(entries: list[dict[str, Any]]) -> list[PolicySource]:
     """``DataConfig.policies`` with run folders expanded into checkpoints of several stages.
 
-    A run folder gives ``stages`` of its checkpoints spread over training, or with
-    ``first: N`` its N earliest. Raises ``FileNotFoundError`` / ``ValueError`` naming the
+    A run folder gives ``stages`` of its checkpoints spread over training from the first
+    to the last (one stage: the last, the trained policy), or with ``first: N`` its N
+    earliest. Raises ``FileNotFoundError`` / ``ValueError`` naming the
     entry and the fix.
     """
     out = []
@@ -153,7 +154,8 @@ def policy_sources(entries: list[dict[str, Any]]) -> list[PolicySource]:
         if first is not None:
             picks = np.arange(min(int(first), len(files)))
         else:
-            picks = np.unique(np.linspace(0, len(files) - 1, min(stages, len(files))).round())
+            picks = (np.array([len(files) - 1]) if stages == 1 else
+                     np.unique(np.linspace(0, len(files) - 1, min(stages, len(files))).round()))
         out += [PolicySource(str(files[int(i)]), episodes, noise) for i in picks]
     return out
 

@@ -22,7 +22,15 @@ import torch
 
 from embodied.reward.base import RewardModel
 from embodied.reward.prm.calibration import SuccessCalibration, calibration_report
-from embodied.reward.prm.data import DataConfig, FrameDataset, load_frames, save_frames, simulate
+from embodied.reward.prm.data import (
+    DataConfig,
+    FrameDataset,
+    all_policies,
+    load_frames,
+    policy_sources,
+    save_frames,
+    simulate,
+)
 from embodied.reward.prm.inference import make_scorer
 from embodied.reward.prm.metrics import counterfactual_metrics, progress_metrics
 from embodied.reward.prm.network import MultiViewPRM
@@ -125,12 +133,15 @@ def shift_config(data: FrameDataset, visual: Mapping[str, Any], episodes: int, s
 def shift_dataset(cfg: DataConfig, folder: Path | None) -> FrameDataset:
     """The episodes of ``cfg``, simulated once.
 
-    Loaded from ``folder`` if simulated there before with the same settings, else
-    simulated (and saved there, if given).
+    Loaded from ``folder`` if simulated there before with the same settings and the same
+    policy checkpoints (a run folder's picks change as it trains), else simulated (and
+    saved there, if given).
     """
     if folder is not None and (folder / "meta.json").is_file():
         data = load_frames(folder)
-        if data.meta.get("config") == asdict(cfg):
+        rolled = {e["policy"] for e in data.episodes if e["kind"] == "policy"}
+        wanted = {s.checkpoint for s in policy_sources(all_policies(cfg))}
+        if data.meta.get("config") == asdict(cfg) and rolled == wanted:
             return data
     data = simulate(cfg)
     if folder is not None:

@@ -32,6 +32,9 @@ def test_run_folder_gives_checkpoints_of_several_stages(run):
                                "noise": 0.1}, {"checkpoint": "random", "episodes": 8}])
     assert [s.checkpoint for s in sources] == [files[0], files[2], "random"]
     assert [s.episodes for s in sources] == [4, 4, 8] and sources[0].noise == 0.1
+    # one stage is the trained policy: the last checkpoint, not the first
+    assert [s.checkpoint for s in policy_sources([{"checkpoint": str(run), "stages": 1}])] \
+        == [files[2]]
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):
         policy_sources([{"checkpoint": str(run / "nothing.pt"), "episodes": 4}])
     with pytest.raises(ValueError, match="give checkpoint"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -107,3 +108,18 @@ def test_policy_states_roll_out_the_pushers_checkpoints_in_the_prms_env(tmp_path
     data = simulate(replace(cfg, episodes=2, batch_envs=2))
     assert [e["kind"] for e in data.episodes] == ["expert", "expert", "policy", "policy"]
     assert all(e["length"] == 2 for e in data.episodes)  # 10 control steps, every 5th
+    # a run folder's trained policy: its last checkpoint; the cached rollouts are redone
+    # when the run has saved another checkpoint since (the settings alone are the same)
+    from embodied.reward.prm.evaluate import shift_dataset
+    folder = tmp_path / "policy_states"
+    by_run = replace(cfg, episodes=2, batch_envs=2, policies=[
+        {"checkpoint": str(run), "stages": 1, "episodes": 2, "noise": 0.2}])
+    first = shift_dataset(by_run, folder)
+    assert {e.get("policy") for e in first.episodes} - {None} == {ckpt}
+    later = run / "checkpoints" / "model_999999.pt"
+    later.write_bytes(Path(ckpt).read_bytes())
+    again = shift_dataset(by_run, folder)
+    assert {e.get("policy") for e in again.episodes} - {None} == {str(later)}
+    saved = (folder / "meta.json").stat().st_mtime_ns
+    assert len(shift_dataset(by_run, folder).episodes) == len(again.episodes)
+    assert (folder / "meta.json").stat().st_mtime_ns == saved  # read back, not redone
