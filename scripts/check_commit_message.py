@@ -37,7 +37,12 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: check_commit_message.py MESSAGE_FILE", file=sys.stderr)
         return 2
-    found = problems(Path(argv[1]).read_text(encoding="utf-8"))
+    try:
+        found = problems(Path(argv[1]).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read the commit message file {argv[1]} ({exc.__class__.__name__}); "
+              "pass the file git gives the commit-msg hook", file=sys.stderr)
+        return 2
     for problem in found:
         print(f"commit message: {problem}", file=sys.stderr)
     return 1 if found else 0

@@ -39,3 +39,11 @@ def test_refuses_with_one_line_naming_the_problem(tmp_path: Path, message: str,
     assert result.returncode == 1
     assert problem in result.stderr
     assert result.stderr.count("\n") <= 2
+
+
+def test_a_missing_message_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, str(HOOK), str(tmp_path / "nothing")],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 2
+    assert "cannot read the commit message file" in result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.count("\n") == 1
