@@ -49,9 +49,12 @@ class PRMConfig:
     text: str = "minilm"           # minilm | learned
     view_dropout: float = 0.25
     context: str = "none"          # none | start (the episode's first views as extra slots)
+    fusion: str = "mean"           # mean | concat (how the views' features are joined)
 
     def __post_init__(self) -> None:
         """Reject unknown choices with the valid ones named."""
+        if self.fusion not in ("mean", "concat"):
+            raise ValueError(f"model.fusion must be 'mean' or 'concat', got '{self.fusion}'")
         if self.context not in ("none", "start"):
             raise ValueError(f"model.context must be 'none' or 'start', got '{self.context}'")
         if self.encoder not in ("cnn", "hf"):
@@ -164,6 +167,13 @@ class MultiViewPRM(nn.Module):
         else:
             raise ValueError(f"encoder must be 'cnn' or 'hf', got '{cfg.encoder}'")
         self.view_embedding = nn.Parameter(torch.zeros(len(self.slots), cfg.dim))
+        views = len(cfg.cameras)
+        self.join_views: nn.Module | None = None
+        self.join_starts: nn.Module | None = None
+        if cfg.fusion == "concat":
+            self.join_views = nn.Linear(views * cfg.dim, cfg.dim)
+            if cfg.context == "start":
+                self.join_starts = nn.Linear(views * cfg.dim, cfg.dim)
         self.text = InstructionEncoder(cfg.text, cfg.dim)
         inputs = (4 if cfg.context == "start" else 3) * cfg.dim
         self.head = nn.Sequential(nn.Linear(inputs, 256), nn.ReLU(inplace=True),
@@ -203,7 +213,8 @@ class MultiViewPRM(nn.Module):
         """
         v = len(self.cfg.cameras)
         feats = feats + self.view_embedding[:feats.shape[1]]
-        fused = masked_mean(feats[:, :v], None if present is None else present[:, :v])
+        fused = self._join(feats[:, :v], None if present is None else present[:, :v],
+                           self.join_views)
         text = self.text(instructions)
         parts = [fused, text, fused * text]
         if self.cfg.context == "start":
@@ -211,9 +222,24 @@ class MultiViewPRM(nn.Module):
             if feats.shape[1] > v:
                 mask = (torch.ones(feats.shape[0], v, dtype=torch.bool, device=feats.device)
                         if present is None else present[:, v:])
-                start = masked_mean(feats[:, v:], mask)
+                start = self._join(feats[:, v:], mask, self.join_starts)
             parts.insert(1, start)
         return self.head(torch.cat(parts, dim=-1))
+
+    @staticmethod
+    def _join(feats: torch.Tensor, present: torch.Tensor | None,
+              join: nn.Module | None) -> torch.Tensor:
+        """One camera set's features [B, V, F] -> [B, F].
+
+        ``mean`` fusion (``join`` None) averages the present views; ``concat`` zeroes the
+        absent ones and maps the concatenation through ``join``, so the head can combine
+        what each camera sees (a position seen from two sides) instead of a blend of them.
+        """
+        if join is None:
+            return masked_mean(feats, present)
+        if present is not None:
+            feats = feats * present.to(feats.dtype).unsqueeze(-1)
+        return join(feats.flatten(1))
 
     def predict(self, frames: torch.Tensor, instructions: list[str],
                 present: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -54,3 +54,21 @@ def test_fast_path_resizes_in_uint8_within_rounding(net):
 def test_fast_path_is_for_the_cnn_encoder_only(net):
     with pytest.raises(ValueError, match="cnn encoder"):
         FastScorer(type("Net", (), {"encoder": torch.nn.Identity()})())
+
+
+@pytest.mark.parametrize("context", ["none", "start"])
+def test_fast_path_equals_predict_with_concatenated_views(context):
+    torch.manual_seed(0)
+    net = MultiViewPRM(PRMConfig(image_size=32, text="learned", dim=32, channels=[8, 16, 16],
+                                 fusion="concat", context=context)).eval()
+    views = len(net.slots)
+    x = torch.randint(0, 256, (6, views, 32, 32, 3), dtype=torch.uint8,
+                      generator=torch.Generator().manual_seed(2))
+    present = torch.ones(6, views, dtype=torch.bool)
+    present[1, 0] = present[4, 1:] = False
+    with torch.inference_mode():
+        for mask in (None, present):
+            want = net.predict(x, ["reach"] * 6, mask)
+            got = make_scorer(net)(x, ["reach"] * 6, mask)
+            torch.testing.assert_close(got[0], want[0], atol=1e-5, rtol=0)
+            torch.testing.assert_close(got[1], want[1], atol=1e-5, rtol=0)

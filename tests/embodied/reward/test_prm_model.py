@@ -117,6 +117,27 @@ def test_checkpoint_errors(tmp_path):
         make_reward_model({"name": "prm", "checkpoint": None})
 
 
+def test_concatenated_views_keep_which_camera_saw_what():
+    torch.manual_seed(0)
+    net = MultiViewPRM(replace(MODEL, image_size=16, dim=16, channels=[4, 8, 8],
+                               fusion="concat")).eval()
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 256, (2, 3, 16, 16, 3), dtype=torch.uint8, generator=gen)
+    swapped = x[:, [1, 0, 2]]
+    keep = torch.tensor([[True, False, True]] * 2)
+    noise = x.clone()
+    noise[:, 1] = torch.randint(0, 256, (2, 16, 16, 3), dtype=torch.uint8, generator=gen)
+    with torch.no_grad():
+        logits = net(x, ["reach"] * 2)[0]
+        # the same images from the other cameras are another scene, not the same blend
+        assert (net(swapped, ["reach"] * 2)[0] - logits).abs().max() > 1e-4
+        # an absent view counts for nothing, whatever its pixels
+        torch.testing.assert_close(net(x, ["reach"] * 2, keep)[0],
+                                   net(noise, ["reach"] * 2, keep)[0])
+    with pytest.raises(ValueError, match="fusion must be 'mean' or 'concat'"):
+        PRMConfig(fusion="sum")
+
+
 def test_view_dropout_keeps_a_view():
     gen = torch.Generator().manual_seed(0)
     mask = view_dropout_mask(1000, 3, 0.9, gen)
