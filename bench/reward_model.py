@@ -19,11 +19,12 @@ Sections (``--only NAME`` reruns one and merges it into the result file):
   and with the raw one. Targets under shift: F1 >= 0.85, Pearson >= 0.85. With
   ``--policy-data RUN`` (a run folder of `embodied train` on the task) a third arm,
   ``randomised_policies``, adds rollouts of that run's checkpoints (``POLICY_DATA``) to
-  the randomised arm's data. With ``--coverage-prm RUN`` (a PRM run folder, e.g. the one
-  ``bench/reward_rl.py`` builds with the policy-coverage recipe under
+  the randomised arm's data. With ``--coverage-prm RUN`` (a PRM run folder, e.g. the
+  one ``bench/reward_rl.py`` builds with the policy-coverage recipe under
   ``runs/bench/reward/prm_coverage/<task>``) that PRM is scored too, as arm ``coverage``
-  (not trained here). ``--shift-arm NAME`` (repeatable) runs only those arms; the
-  section's other arms are kept from the result file with the date they ran.
+  of the section of the task it was built for (not trained here). ``--shift-arm NAME``
+  (repeatable) runs only those arms; the section's other arms are kept from the result
+  file with the date they ran.
 - ``policy_states_panda_push``: the PRMs of ``visual_shift_panda_push`` on fresh
   rollouts of the checkpoints of ``--eval-policy RUN`` (another PPO run than the one the
   data came from) at 4 stages of training, 16 episodes each with action noise 0.2
@@ -104,21 +105,53 @@ def reused_prm(run_dir: Path) -> dict:
             "data": info["data"], "run_dir": str(run_dir), "reused": True}
 
 
-def train_prm(task: str, quick: bool, reuse: bool, run_dir: Path | None = None,
-              extra: tuple[str, ...] = ()) -> dict:
-    """``embodied reward train`` for ``task`` (or the earlier run's PRM); held-out metrics.
-
-    ``run_dir``: where (default :func:`prm_dir`); ``extra``: further overrides.
-    """
-    from embodied.commands.reward_train import run_reward_train
-
-    run_dir = run_dir or prm_dir(task, quick)
-    if reuse and (run_dir / "metrics.json").is_file():
-        return reused_prm(run_dir)
+def prm_overrides(task: str, quick: bool, run_dir: Path, extra: tuple[str, ...] = ()) -> list[str]:
+    """The ``embodied reward train`` overrides of this benchmark's PRM of ``task``."""
     overrides = [f"task={task}", f"run_dir={run_dir}", *TASK_OVERRIDES.get(task, []), *extra]
     if quick:
         overrides += ["data.episodes=16", "data.batch_envs=8", "data.stride=10",
                       "train.epochs=1"]
+    return overrides
+
+
+def changed_settings(run_dir: Path, overrides: list[str]) -> list[str]:
+    """The config sections in which the PRM in ``run_dir`` differs from a build today.
+
+    ``model`` and ``train`` as they are; ``data`` without ``path`` (a build that read its
+    frames back from a folder made them with the same settings). A default changed since
+    the PRM was trained (say ``model.fusion``) makes its cached copy stale.
+    """
+    from omegaconf import OmegaConf
+
+    saved = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=True)
+    today = OmegaConf.to_container(load_config("reward_train", overrides), resolve=True)
+    for cfg in (saved, today):
+        cfg.get("data", {}).pop("path", None)
+    return [key for key in ("data", "model", "train") if saved.get(key) != today.get(key)]
+
+
+def train_prm(task: str, quick: bool, reuse: bool, run_dir: Path | None = None,
+              extra: tuple[str, ...] = ()) -> dict:
+    """``embodied reward train`` for ``task`` (or the earlier run's PRM); held-out metrics.
+
+    ``run_dir``: where (default :func:`prm_dir`); ``extra``: further overrides. With
+    ``reuse``, a PRM already there is read back if it was built with today's settings;
+    one whose model or training settings changed is trained again on the frames it kept
+    (simulated again if the data settings changed too).
+    """
+    from embodied.commands.reward_train import run_reward_train
+
+    run_dir = run_dir or prm_dir(task, quick)
+    overrides = prm_overrides(task, quick, run_dir, extra)
+    if (run_dir / "metrics.json").is_file():
+        stale = changed_settings(run_dir, overrides)
+        if reuse and not stale:
+            return reused_prm(run_dir)
+        if stale:
+            print(f"{run_dir}: built with other {', '.join(stale)} settings than today's; "
+                  "building it again", flush=True)
+        if "data" not in stale and (run_dir / "data" / "meta.json").is_file():
+            overrides.append(f"data.path={run_dir / 'data'}")
     run_reward_train(load_config("reward_train", overrides))
     return reused_prm(run_dir) | {"reused": False}
 
@@ -433,16 +466,24 @@ def main() -> None:
                    help=f"policy_states_{POLICY_TASK}: the run folder of `embodied train` "
                         "whose checkpoints are rolled out (another run than --policy-data)")
     p.add_argument("--coverage-prm", type=Path, default=None,
-                   help=f"visual_shift_{POLICY_TASK}, policy_states_{POLICY_TASK}: also score "
-                        "this PRM run folder (arm coverage), e.g. runs/bench/reward/"
+                   help="visual_shift_<its task> (and policy_states_<its task>): also "
+                        "score this PRM run folder (arm coverage), e.g. runs/bench/reward/"
                         "prm_coverage/panda_push of bench/reward_rl.py")
     p.add_argument("--shift-arm", action="append", choices=SHIFT_ARMS, default=None,
                    help="run only these arms of those sections (repeatable); the others are "
                         "kept from the result file")
     args = p.parse_args()
-    if args.coverage_prm is not None and not (args.coverage_prm / "prm.pt").is_file():
-        p.error(f"--coverage-prm {args.coverage_prm}: no prm.pt there; pass a run folder of "
-                "`embodied reward train`")
+    coverage_task = None
+    if args.coverage_prm is not None:
+        if not (args.coverage_prm / "prm.pt").is_file():
+            p.error(f"--coverage-prm {args.coverage_prm}: no prm.pt there; pass a run folder "
+                    "of `embodied reward train`")
+        from embodied.reward.prm.checkpoint import load_prm
+
+        coverage_task = load_prm(args.coverage_prm)[1].get("task")
+        if coverage_task not in SHIFT_TASKS:
+            p.error(f"--coverage-prm {args.coverage_prm}: a PRM of {coverage_task}; the "
+                    f"visual-shift sections are of {', '.join(SHIFT_TASKS)}")
     for run in (args.policy_data, args.eval_policy):
         if run is not None and not (run / "checkpoints").is_dir():
             p.error(f"{run} has no checkpoints/ folder; pass a run folder of `embodied train`")
@@ -459,13 +500,13 @@ def main() -> None:
             figures[task] = train_prm(task, quick, reuse)
     for task in SHIFT_TASKS[:1] if quick else SHIFT_TASKS:
         if f"visual_shift_{task}" in only:
-            mine = task == POLICY_TASK
             figures[f"visual_shift_{task}"] = visual_shift(
-                task, quick, reuse, args.policy_data if mine else None,
-                args.coverage_prm if mine else None, args.shift_arm)
+                task, quick, reuse, args.policy_data if task == POLICY_TASK else None,
+                args.coverage_prm if coverage_task == task else None, args.shift_arm)
     if f"policy_states_{POLICY_TASK}" in only and args.eval_policy is not None:
         figures[f"policy_states_{POLICY_TASK}"] = policy_states(
-            POLICY_TASK, quick, args.eval_policy, args.coverage_prm, args.shift_arm)
+            POLICY_TASK, quick, args.eval_policy,
+            args.coverage_prm if coverage_task == POLICY_TASK else None, args.shift_arm)
     if args.shift_arm:
         for name in [n for n in figures if n.startswith(("visual_shift_", "policy_states_"))]:
             figures[name] = with_kept_arms(name, figures[name], quick)

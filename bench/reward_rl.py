@@ -69,7 +69,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import RESULTS, kept_arms, merge_sections, parser, write_result
-from bench.reward_model import TASKS, bench_root, ppo_run, reused_prm, train_prm
+from bench.reward_model import (
+    TASKS,
+    bench_root,
+    changed_settings,
+    ppo_run,
+    prm_overrides,
+    reused_prm,
+    train_prm,
+)
 from embodied.config import load_config
 
 RL_TASKS = ("panda_reach", "panda_push")
@@ -124,14 +132,16 @@ def coverage_prm(task: str, quick: bool, seed: int = 0) -> tuple[Path, dict]:
     another seed is another build of the same recipe, cached beside the first.
     """
     run_dir = bench_root(quick) / "prm_coverage" / build_name(task, seed)
-    if (run_dir / "metrics.json").is_file():
-        return run_dir, reused_prm(run_dir)
-    run = policy_run(task, quick, seed)
+    run = bench_root(quick) / "prm_policy" / build_name(task, seed)
     data = (f"data.policies=[{{checkpoint: {run}, stages: 1, episodes: 8}}]" if quick  # smoke
             else f"data.policy_run={run}")
     seeds = () if seed == 0 else (f"data.seed={seed}", f"train.seed={seed}")
-    return run_dir, train_prm(task, quick, reuse=False, run_dir=run_dir,
-                              extra=(data, "torch_threads=1", *seeds))
+    extra = (data, "torch_threads=1", *seeds)
+    if (run_dir / "metrics.json").is_file() and not changed_settings(
+            run_dir, prm_overrides(task, quick, run_dir, extra)):
+        return run_dir, reused_prm(run_dir)
+    policy_run(task, quick, seed)
+    return run_dir, train_prm(task, quick, reuse=False, run_dir=run_dir, extra=extra)
 
 
 def eval_curve(run_dir: Path, quick: bool) -> dict:

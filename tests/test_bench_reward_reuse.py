@@ -78,3 +78,38 @@ def test_a_merged_file_says_where_each_section_ran(tmp_path, monkeypatch):
     assert merged["moved"] == {"date": "d0", "machine": {"cpu": "other"}}  # its own stays
     assert merged["targets"] == {"a": True}  # not a dated section: untouched
     assert "machine" not in merged and "command" not in merged  # the file's: write_result's
+
+
+def test_a_cached_prm_built_with_other_settings_is_built_again(tmp_path, monkeypatch, capsys):
+    import bench.reward_model as rm
+
+    run_dir = tmp_path / "prm_coverage" / "panda_reach"
+    built = rm.prm_overrides("panda_reach", False, run_dir, ("data.policy_run=dense",))
+    run_dir.mkdir(parents=True)
+    OmegaConf.save(load_config("reward_train", [*built, "data.path=somewhere"]),
+                   run_dir / "config.yaml")
+    (run_dir / "metrics.json").write_text("{}")
+    (run_dir / "data").mkdir()
+    (run_dir / "data" / "meta.json").write_text("{}")
+    calls = []
+    monkeypatch.setattr("embodied.commands.reward_train.run_reward_train",
+                        lambda cfg: calls.append(cfg))
+    monkeypatch.setattr(rm, "reused_prm", lambda folder: {"run_dir": str(folder)})
+
+    def build(*extra: str) -> list:
+        calls.clear()
+        rm.train_prm("panda_reach", False, reuse=True, run_dir=run_dir,
+                     extra=("data.policy_run=dense", *extra))
+        return calls
+
+    assert rm.changed_settings(run_dir, built) == []  # where its frames were read from: no
+    assert build() == []  # today's settings: read back
+    # another model: trained again on the frames it kept
+    (cfg,) = build("model.dim=64")
+    assert cfg.model.dim == 64 and cfg.data.path == str(run_dir / "data")
+    assert "built with other model settings" in capsys.readouterr().out
+    # other data: simulated again
+    (cfg,) = build("data.episodes=80")
+    assert cfg.data.path is None and cfg.data.episodes == 80
+    assert rm.changed_settings(run_dir, rm.prm_overrides(
+        "panda_reach", False, run_dir, ("data.policy_run=dense", "train.epochs=9"))) == ["train"]
