@@ -134,14 +134,17 @@ def shift_dataset(cfg: DataConfig, folder: Path | None) -> FrameDataset:
     """The episodes of ``cfg``, simulated once.
 
     Loaded from ``folder`` if simulated there before with the same settings and the same
-    policy checkpoints (a run folder's picks change as it trains), else simulated (and
-    saved there, if given).
+    policy checkpoints (a run folder's picks change as it trains), none of them written
+    since (a run trained again in the same folder), else simulated (and saved there, if
+    given).
     """
     if folder is not None and (folder / "meta.json").is_file():
         data = load_frames(folder)
         rolled = {e["policy"] for e in data.episodes if e["kind"] == "policy"}
         wanted = {s.checkpoint for s in policy_sources(all_policies(cfg))}
-        if data.meta.get("config") == asdict(cfg) and rolled == wanted:
+        saved = (folder / "meta.json").stat().st_mtime
+        older = all(c == "random" or Path(c).stat().st_mtime <= saved for c in wanted)
+        if data.meta.get("config") == asdict(cfg) and rolled == wanted and older:
             return data
     data = simulate(cfg)
     if folder is not None:

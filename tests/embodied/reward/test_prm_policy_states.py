@@ -3,6 +3,8 @@ push PRM's episodes run in."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -123,3 +125,7 @@ def test_policy_states_roll_out_the_pushers_checkpoints_in_the_prms_env(tmp_path
     saved = (folder / "meta.json").stat().st_mtime_ns
     assert len(shift_dataset(by_run, folder).episodes) == len(again.episodes)
     assert (folder / "meta.json").stat().st_mtime_ns == saved  # read back, not redone
+    # the run trained again in the same folder: its checkpoint is newer than the rollouts
+    os.utime(later, (time.time() + 60, time.time() + 60))
+    shift_dataset(by_run, folder)
+    assert (folder / "meta.json").stat().st_mtime_ns != saved
