@@ -313,8 +313,11 @@ def reward_rl(r: dict) -> str:
             measured = states[0]["date"][:16]
             earlier = (f" of the runs before {rl['date'][:16]} (measured {measured})"
                        if measured < rl["date"][:16] else "")
+            stages = states[0]["stages"]
+            which = ("final policies" if stages == 1 else
+                     f"policies at {stages} stages of training")
             for prm in states[0]["prms"]:
-                notes.append(f"PRM `{prm}` on fresh rollouts of the PRM arm's final policies"
+                notes.append(f"PRM `{prm}` on fresh rollouts of the PRM arm's {which}"
                              f"{earlier} (noise {states[0]['action_noise']}), per seed: "
                              "Pearson " +
                              " / ".join(f"{s['prms'][prm]['pearson']:.2f}" for s in states) +
