@@ -111,11 +111,16 @@ def build_name(task: str, seed: int) -> str:
     return task if seed == 0 else f"{task}_seed{seed}"
 
 
+def policy_run_dir(task: str, quick: bool, seed: int = 0) -> Path:
+    """Where :func:`policy_run` keeps the dense-reward run of ``seed``."""
+    return bench_root(quick) / "prm_policy" / build_name(task, seed)
+
+
 def policy_run(task: str, quick: bool, seed: int = 0) -> Path:
     """The dense-reward PPO run (of ``seed``) whose checkpoints cover the policy's states."""
     from embodied.commands.train import run_train
 
-    run_dir = bench_root(quick) / "prm_policy" / build_name(task, seed)
+    run_dir = policy_run_dir(task, quick, seed)
     if not (run_dir / "summary.json").is_file():
         budget = default_budget(task, quick)
         run_train(load_config("train", [
@@ -132,7 +137,7 @@ def coverage_prm(task: str, quick: bool, seed: int = 0) -> tuple[Path, dict]:
     another seed is another build of the same recipe, cached beside the first.
     """
     run_dir = bench_root(quick) / "prm_coverage" / build_name(task, seed)
-    run = bench_root(quick) / "prm_policy" / build_name(task, seed)
+    run = policy_run_dir(task, quick, seed)
     data = (f"data.policies=[{{checkpoint: {run}, stages: 1, episodes: 8}}]" if quick  # smoke
             else f"data.policy_run={run}")
     seeds = () if seed == 0 else (f"data.seed={seed}", f"train.seed={seed}")
