@@ -361,22 +361,3 @@ def test_an_unknown_task_setting_is_refused():
     with pytest.raises(TaskConfigError, match="has no setting 'release'; its settings: "
                                               r"\['release_radius'\]"):
         make_env("panda_push", num_envs=1, nthread=1, task_cfg={"settings": {"release": 0.05}})
-
-
-def test_progress_scores_the_pose_behind_the_cube_over_a_hand_on_top_of_it():
-    """The staged progress follows the push target: a tcp on top of the cube (where a
-    policy shaped towards the cube itself strikes it from above) is not ready to push."""
-    env = make_env("panda_push", num_envs=2, seed=0, obs_noise=False)
-    try:
-        env.reset(seed=0)
-        cube, goal = (0.5, 0.0, TABLE_TOP + HALF), (0.65, 0.0)
-        _place(env, 0, (0.5, 0.0, TABLE_TOP + 2 * HALF + 0.01), cube, goal)
-        _place(env, 1, (0.5 - HALF - 0.012, 0.0, TABLE_TOP + PUSH_HEIGHT), cube, goal)
-        task = env.task
-        task.start_cube_goal[:] = 0.15  # the same episode start for both envs
-        task.start_ee_push[:] = 0.5
-        on_top, behind = task.progress().tolist()
-        assert behind == pytest.approx(0.3, abs=0.02)  # pose and at_pose, nothing pushed
-        assert on_top < behind - 0.1, (on_top, behind)
-    finally:
-        env.close()

@@ -9,7 +9,6 @@ import torch
 
 from robots.panda.observation import PushGeometry
 from robots.panda.observation import push_target as robot_push_target
-from sim.protocol import SimState
 from sim.task import TermFunctions, per_step
 from sim.tasks.panda_base import ARM_OBSERVATIONS, TABLE_TOP
 from sim.tasks.panda_base.cube import CUBE_OBSERVATIONS, CubeTask
@@ -30,6 +29,8 @@ from sim.terms import action_rate, success
 
 SUCCESS_RADIUS = 0.05  # planar cube centre to goal centre
 REST_HEIGHT = 0.01  # the cube counts as on the table below this lift
+CONTACT_DISTANCE = 0.01  # finger pad centre to cube surface
+REACHED_DISTANCE = 0.06  # tcp to cube centre: "at the cube"
 PUSHING_DISTANCE = 0.03  # tcp this close to the push target: "pushing" (gates push_cube)
 
 PUSH_GEOMETRY = PushGeometry(cube_half=CubeTask.cube_half, table_top=TABLE_TOP)
@@ -61,15 +62,12 @@ class PandaPush(CubeTask):
     Privileged progress in [0, 1] (1 exactly on success, else at most 0.99)::
 
         pushed  = clip(1 - d_cube_goal / d_cube_goal_at_reset, 0, 1)
-        pose    = clip((d0 - d_ee_push_target) / (d0 - 0.03), 0, 1)
-        at_pose = 1 if the tcp is within 3 cm of the low push target, or the cube
-                  within the release radius of the goal, else 0
-        progress = 0.2 * pose + 0.1 * at_pose + 0.7 * pushed
+        moved   = pushed > 0.1            # later stages imply the earlier ones
+        reach   = 1 if moved else clip((d0 - d_ee_cube) / (d0 - 0.06), 0, 1)
+        contact = 1 if moved or a finger pad is within 1 cm of the cube surface else 0
+        progress = 0.2 * reach + 0.1 * contact + 0.7 * pushed
 
-    (``d0`` is the tcp's distance to the push target at reset.) The pose stages follow
-    the dense reward's push target (:func:`push_target`: behind the cube, away from the
-    goal) at every step rather than the cube itself, so a hand that strikes the cube
-    from above or leaves it after a first push is not scored as ready to push.
+    (``d0`` is the tcp-to-cube distance at reset.)
 
     Observation: the cube terms of :class:`CubeTask` plus ``push_target_rel``,
     the reward's :func:`push_target` relative to the tcp (as panda_reach observes
@@ -195,21 +193,17 @@ class PandaPush(CubeTask):
         """Cube centre within 5 cm of the goal centre, resting on the table."""
         return (self.cube_goal_dist < SUCCESS_RADIUS) & self.cube_on_table
 
-    def setup(self, sim: SimState) -> None:
-        """The cube task's buffers and the tcp's start distance to the push target."""
-        super().setup(sim)
-        self.start_ee_push = torch.ones(sim.num_envs, dtype=torch.float64, device=sim.device)
-
-    def after_reset(self, env_ids: torch.Tensor) -> None:
-        """Remember the initial distances that normalise progress."""
-        super().after_reset(env_ids)
-        self.start_ee_push[env_ids] = self.ee_push_dist[env_ids]
+    def touching(self) -> torch.Tensor:
+        """[B] a finger pad is within 1 cm of the cube surface."""
+        return (self.pad_cube_distance() < CONTACT_DISTANCE).any(1)
 
     def progress(self) -> torch.Tensor:
         """Staged progress (see the class docstring)."""
         pushed = (1.0 - self.cube_goal_dist / self.start_cube_goal).clamp(0.0, 1.0)
-        d0 = self.start_ee_push
-        pose = ((d0 - self.ee_push_dist) / (d0 - PUSHING_DISTANCE).clamp_min(1e-3)).clamp(0, 1)
-        at_pose = (self.pushing | (self.cube_goal_dist < self.release_radius)).to(torch.float64)
-        staged = 0.2 * pose + 0.1 * at_pose + 0.7 * pushed
+        moved = pushed > 0.1
+        d0 = self.start_ee_cube
+        reach = ((d0 - self.ee_cube_dist) / (d0 - REACHED_DISTANCE).clamp_min(1e-3)).clamp(0, 1)
+        reach = torch.where(moved, 1.0, reach)
+        contact = (moved | self.touching()).to(torch.float64)
+        staged = 0.2 * reach + 0.1 * contact + 0.7 * pushed
         return torch.where(self.success(), 1.0, staged.clamp(0.0, 0.99))
