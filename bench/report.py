@@ -294,6 +294,15 @@ def reward_rl(r: dict) -> str:
                 f"{shaping['sparse_weight']:g} / (1 - {gamma:g}))") + (
                 "; in PPO's advantages, not the reward" if shaping.get("shaping_target")
                 == "advantage" else ""))
+        refresh = shaping.get("prm_refresh")
+        if refresh:
+            layers = {"top": " on the layers above its frozen trunk",
+                      "all": " on all its layers"}.get(refresh.get("train"), "")
+            rate = (f" at learning rate {refresh['learning_rate']:g}"
+                    if refresh.get("learning_rate") else "")
+            notes.append(f"PRM refreshed online every {refresh['every_rollouts']} "
+                         f"rollout(s) on {refresh['labels']} labels: {refresh['steps']} "
+                         f"gradient steps{layers}{rate}")
         kept = {a["ran"][:16] for a in rl["arms"].values() if a.get("ran")}
         if kept:
             notes.append("arms run on " + ", ".join(
@@ -317,7 +326,8 @@ def reward_rl(r: dict) -> str:
             which = ("final policies" if stages == 1 else
                      f"policies at {stages} stages of training")
             for prm in states[0]["prms"]:
-                notes.append(f"PRM `{prm}` on fresh rollouts of the PRM arm's {which}"
+                notes.append(f"PRM `{states[0]['prms'][prm]['prm']}` on fresh rollouts of "
+                             f"the PRM arm's {which}"
                              f"{earlier} (noise {states[0]['action_noise']}), per seed: "
                              "Pearson " +
                              " / ".join(f"{s['prms'][prm]['pearson']:.2f}" for s in states) +

@@ -490,6 +490,7 @@ class RewardEnv:
         if self.refresher is not None:
             cfg = self.refresher.cfg
             out["prm_refresh"] = {"every_rollouts": cfg.every, "steps": cfg.steps,
+                                  "train": cfg.train, "learning_rate": cfg.learning_rate,
                                   "labels": cfg.labels, "replay_fraction": cfg.replay_fraction,
                                   "buffer_size": cfg.buffer_size, "log": self.refresher.log}
         return out

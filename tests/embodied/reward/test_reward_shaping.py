@@ -176,3 +176,13 @@ def test_reward_prm_brings_the_clipped_value_loss_shaping_needs():
     assert kept.algo.value_clip is None  # the command line still wins
     assert "value_clip" not in load_config("train", ["task=panda_reach", "reward=prm",
                                                      "algo=sb3_ppo"]).algo
+
+
+def test_a_task_ships_its_own_prm_loop_settings():
+    push = load_config("train", ["task=panda_push", "reward=prm"]).reward.loop.refresh
+    reach = load_config("train", ["task=panda_reach", "reward=prm"]).reward.loop.refresh
+    assert (push.train, push.every, push.steps, push.learning_rate) == ("top", 1, 128, 1e-3)
+    assert (reach.train, reach.every, reach.steps) == ("all", 2, 32)  # the reward's defaults
+    assert "loop" not in load_config("train", ["task=panda_push", "reward=oracle"]).reward
+    mine = load_config("train", ["task=panda_push", "reward=prm", "reward.loop.refresh.steps=7"])
+    assert mine.reward.loop.refresh.steps == 7  # the command line still wins
