@@ -300,9 +300,10 @@ def reward_rl(r: dict) -> str:
                       "all": " on all its layers"}.get(refresh.get("train"), "")
             rate = (f" at learning rate {refresh['learning_rate']:g}"
                     if refresh.get("learning_rate") else "")
-            notes.append(f"PRM refreshed online every {refresh['every_rollouts']} "
-                         f"rollout(s) on {refresh['labels']} labels: {refresh['steps']} "
-                         f"gradient steps{layers}{rate}")
+            every = refresh["every_rollouts"]
+            when = "after every rollout" if every == 1 else f"every {every} rollouts"
+            notes.append(f"PRM refreshed online {when} on {refresh['labels']} labels: "
+                         f"{refresh['steps']} gradient steps{layers}{rate}")
         kept = {a["ran"][:16] for a in rl["arms"].values() if a.get("ran")}
         if kept:
             notes.append("arms run on " + ", ".join(
