@@ -62,6 +62,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -342,6 +343,13 @@ def experiment(task: str, quick: bool, budget: int | None = None, seeds: int = 1
     return out
 
 
+def prm_names(prms: list[Path]) -> dict[str, Path]:
+    """A distinct name for each PRM folder of ``prms``: its own name, or with its parent's
+    where two share one (the refreshed ``<run>/prm`` of several runs)."""
+    counts = Counter(p.name for p in prms)
+    return {p.name if counts[p.name] == 1 else f"{p.parent.name}/{p.name}": p for p in prms}
+
+
 def policy_states(task: str, prms: list[Path], policy: Path, stages: int, episodes: int,
                   noise: float, seed: int, quick: bool) -> dict:
     """Fresh rollouts of ``policy``'s checkpoints scored by every PRM of ``prms``.
@@ -369,8 +377,8 @@ def policy_states(task: str, prms: list[Path], policy: Path, stages: int, episod
                                      for _ in range(4)))
     return {"policy": str(policy), "stages": stages, "episodes_per_stage": episodes,
             "action_noise": noise, "seed": seed, "data": str(folder),
-            "prms": {p.name: {"prm": str(p)} | policy_state_metrics(model, data, paraphrases)
-                     for p, model in models.items()},
+            "prms": {name: {"prm": str(p)} | policy_state_metrics(models[p], data, paraphrases)
+                     for name, p in prm_names(prms).items()},
             "load_avg_1min": round(os.getloadavg()[0], 2),
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
 

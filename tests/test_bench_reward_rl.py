@@ -52,3 +52,12 @@ def test_the_eval_curve_ends_on_the_runs_own_final_evaluation(tmp_path):
     assert curve["success"][-1] == summary["eval"]["success_rate"]
     assert curve["episode_return"][0] != curve["episode_return"][-1]  # another checkpoint
     assert json.loads((run_dir / "eval_curve.json").read_text()) == curve  # cached
+
+
+def test_prms_of_the_same_folder_name_keep_their_own_figures():
+    from bench.reward_rl import prm_names
+
+    names = prm_names([Path("bench/prm/panda_push"), Path("rl/seed0/prm"), Path("rl/seed1/prm")])
+    assert list(names) == ["panda_push", "seed0/prm", "seed1/prm"]
+    assert names["seed1/prm"] == Path("rl/seed1/prm")
+    assert list(prm_names([Path("a/prm")])) == ["prm"]
