@@ -46,6 +46,12 @@ from (``scoring``):
   first frame begins a new history.
 
 Time per part (``timing``): physics (the wrapped env's step), render, model, distill.
+
+How well the paid shaping follows the task (``timing_summary()["potential_step_delta"]``,
+distilled mode on a task with a simulator progress): the Pearson correlation of the
+potential's change over each transition, ``phi(s') - phi(s)`` as the shaping used them,
+with the simulator's change of progress, over every env and step that did not end an
+episode, overall and per window of ``DELTA_WINDOW_ROLLOUTS`` rollouts.
 """
 
 from __future__ import annotations
@@ -69,6 +75,35 @@ from embodied.reward.shaping import RewardMixer
 from embodied.rl.normalizer import EmpiricalNormalization
 
 SCORING = ("direct", "distilled")
+DELTA_WINDOW_ROLLOUTS = 64  # rollouts per window of the step-delta correlation's log
+
+
+class RunningPearson:
+    """Pearson correlation of pairs added in batches, from running sums (float64)."""
+
+    def __init__(self) -> None:
+        self.sums = torch.zeros(6, dtype=torch.float64)  # n, x, y, xx, yy, xy
+
+    def add(self, x: torch.Tensor, y: torch.Tensor) -> None:
+        """Add the pairs ``(x[i], y[i])``."""
+        x, y = x.double().flatten(), y.double().flatten()
+        self.sums += torch.stack([torch.tensor(float(len(x)), dtype=torch.float64), x.sum(),
+                                  y.sum(), (x * x).sum(), (y * y).sum(), (x * y).sum()])
+
+    @property
+    def count(self) -> int:
+        """Pairs added so far."""
+        return int(self.sums[0])
+
+    def value(self) -> float | None:
+        """The correlation; None with fewer than 2 pairs or a constant side."""
+        n, sx, sy, sxx, syy, sxy = self.sums.tolist()
+        if n < 2:
+            return None
+        vx, vy = sxx - sx * sx / n, syy - sy * sy / n
+        if vx <= 0 or vy <= 0:
+            return None
+        return (sxy - sx * sy / n) / (vx * vy) ** 0.5
 
 
 @dataclass
@@ -227,6 +262,10 @@ class RewardEnv:
         # (reward model's progress, simulator's progress) of scored states: how well the
         # potential tracks the truth on the states the policy actually visits
         self._pairs: dict[str, list[torch.Tensor]] = {"model": [], "distilled": []}
+        # the paid potential's change per transition against the simulator's change
+        self._delta_all, self._delta_window = RunningPearson(), RunningPearson()
+        self._delta_log: list[dict[str, Any]] = []
+        self._sim_prev: torch.Tensor | None = None
 
     def __getattr__(self, name: str) -> Any:  # obs_dim, num_envs, device, rng_state, ...
         if name == "env":
@@ -341,6 +380,51 @@ class RewardEnv:
         sim = sim if ids is None else sim[ids]
         self._pairs[key].append(torch.stack([progress.float().cpu(), sim.cpu()], 1))
 
+    def _track_step_delta(self, phi_prev: torch.Tensor | None, phi_obs: torch.Tensor,
+                          done_ids: torch.Tensor | None) -> None:
+        """Add this step's ``phi(s') - phi(s)`` and the simulator's change, ongoing envs only."""
+        task = getattr(self.env, "task", None)
+        if task is None or phi_prev is None:
+            return
+        sim = task.progress().float().cpu()
+        if self._sim_prev is not None:
+            keep = torch.ones(len(sim), dtype=torch.bool)
+            if done_ids is not None:
+                keep[done_ids.cpu()] = False
+            dphi = (phi_obs.float().cpu() - phi_prev.float().cpu())[keep]
+            dsim = (sim - self._sim_prev)[keep]
+            self._delta_all.add(dphi, dsim)
+            self._delta_window.add(dphi, dsim)
+        self._sim_prev = sim
+        if self._t % (self.distiller.cfg.refresh_every * DELTA_WINDOW_ROLLOUTS) == 0:
+            self._close_delta_window()
+
+    def _close_delta_window(self) -> None:
+        if self._delta_window.count:
+            value = self._delta_window.value()
+            self._delta_log.append({"env_steps": self.steps * self.env.num_envs,
+                                    "pearson": None if value is None else round(value, 4),
+                                    "transitions": self._delta_window.count})
+        self._delta_window = RunningPearson()
+
+    def potential_step_delta(self) -> dict[str, Any] | None:
+        """How the paid potential's per-step change tracks the simulator's (see the module doc).
+
+        ``{"pearson": overall, "transitions": n, "windows": [{"env_steps", "pearson",
+        "transitions"}, ...]}``; None when not tracked (no distillation or no task).
+        """
+        if not self._delta_all.count:
+            return None
+        value = self._delta_all.value()
+        windows = list(self._delta_log)
+        if self._delta_window.count:
+            value_w = self._delta_window.value()
+            windows.append({"env_steps": self.steps * self.env.num_envs,
+                            "pearson": None if value_w is None else round(value_w, 4),
+                            "transitions": self._delta_window.count})
+        return {"pearson": None if value is None else round(value, 4),
+                "transitions": self._delta_all.count, "windows": windows}
+
     def _distilled(self, obs: torch.Tensor) -> torch.Tensor:
         t = time.perf_counter()
         phi = self.distiller(obs)
@@ -365,6 +449,8 @@ class RewardEnv:
         """``env.reset``; also restarts the reward mode's per-episode state."""
         obs = self.env.reset(seed=seed)
         self._t = 0
+        task = getattr(self.env, "task", None)
+        self._sim_prev = task.progress().float().cpu() if task is not None else None
         if self.episodic:
             self.model.end_episodes()
         if self.start_context:
@@ -399,7 +485,10 @@ class RewardEnv:
                 self._new_starts(info["done_ids"])
             if self.refresher is not None:
                 self._episode_outcomes(info)
+            phi_prev = self.mixer.shaping.phi
             phi_obs, phi_final = self._potentials(obs, info)
+            if self.distiller is not None:
+                self._track_step_delta(phi_prev, phi_obs, info.get("done_ids"))
             self.phi = phi_obs
         self._prev_obs = obs
         info["env_reward"] = reward
@@ -465,6 +554,7 @@ class RewardEnv:
                           for k, v in self.timing.items()},
                 "frames_scored": self.frames_scored,
                 "potential_vs_sim_pearson": self.potential_quality(),
+                "potential_step_delta": self.potential_step_delta(),
                 "env_steps": self.steps * self.env.num_envs,
                 "scoring": self.scoring_kind(), "shaping": self.shaping_settings()}
 

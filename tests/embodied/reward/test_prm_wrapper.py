@@ -9,8 +9,9 @@ import torch
 
 from embodied.reward import RewardMixer, make_reward_model
 from embodied.reward.prm.checkpoint import save_prm
+from embodied.reward.prm.metrics import pearson
 from embodied.reward.prm.network import MultiViewPRM, PRMConfig
-from embodied.reward.rl_wrapper import DistillConfig, RewardEnv, wrap_reward
+from embodied.reward.rl_wrapper import DistillConfig, RewardEnv, RunningPearson, wrap_reward
 from sim import make_env
 
 GAMMA = 0.9
@@ -266,6 +267,51 @@ def test_simulator_progress_through_the_same_distillation():
         assert summary["shaping"]["prm_weight"] == 2.0
     finally:
         wrapped.close()
+
+
+def test_step_delta_correlation_is_of_the_paid_potential():
+    env = short_env(4)
+    cfg = {"mode": "prm+sparse", "model": {"name": "sim_progress"},
+           "loop": {"scoring": "distilled", "distill": {"label_envs": 2, "label_every": 1,
+                                                         "hidden": [16], "batch_size": 8,
+                                                         "refresh_every": 3}}}
+    wrapped = wrap_reward(env, cfg, gamma=GAMMA)
+    dphi, dsim = [], []
+    try:
+        prev, sim_prev = wrapped.reset(), env.task.progress().float().clone()
+        for _ in range(12):
+            obs, _, _, _, info = wrapped.step(0.5 * torch.randn(4, env.action_dim))
+            sim = env.task.progress().float().clone()
+            # the potential of this step's transition (the MLP copied at rollout starts)
+            change = wrapped.distiller(obs) - wrapped.distiller(prev)
+            keep = torch.ones(4, dtype=torch.bool)
+            if "done_ids" in info:
+                keep[info["done_ids"]] = False
+            dphi.append(change[keep])
+            dsim.append((sim - sim_prev)[keep])
+            prev, sim_prev = obs, sim
+        tracked = wrapped.timing_summary()["potential_step_delta"]
+        x, y = torch.cat(dphi).double(), torch.cat(dsim).double()
+        assert tracked["transitions"] == len(x) < 12 * 4  # episode ends left out
+        expected = pearson(x.numpy(), y.numpy())
+        assert tracked["pearson"] == pytest.approx(expected, abs=1e-3)
+        assert sum(w["transitions"] for w in tracked["windows"]) == len(x)
+    finally:
+        wrapped.close()
+
+
+def test_running_pearson_matches_the_batch_formula():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(300, generator=gen)
+    y = 0.5 * x + torch.randn(300, generator=gen)
+    running = RunningPearson()
+    for part in torch.split(torch.arange(300), 70):
+        running.add(x[part], y[part])
+    assert running.count == 300
+    assert running.value() == pytest.approx(pearson(x.numpy(), y.numpy()), abs=1e-9)
+    constant = RunningPearson()
+    constant.add(torch.ones(5), x[:5])
+    assert constant.value() is None
 
 
 def test_shaping_target_advantage_reaches_the_ppo_advantages(tmp_path):
