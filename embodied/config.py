@@ -6,6 +6,11 @@ absolute path, ``/task: panda_reach``); every other folder of ``configs/`` is a
 group (``task/``, ``sim/``, ``algo/``, ``reward/``) chosen on the command line with
 ``task=panda_push``.
 
+Resolver ``${run_iterations:}``: the PPO iterations the run will train, i.e.
+``max_iterations``, or the iterations that cover ``total_env_steps`` when that is set
+(:func:`run_iterations`); a schedule over "the whole run" names it, not
+``${max_iterations}``, which ``total_env_steps`` does not change.
+
 Composed values are validated in one pass (:func:`check_values`): an override keeps
 the type of the value it replaces (``num_envs=abc`` and ``seed=1.5`` are errors, never
 truncated), counts are in range (:data:`AT_LEAST`), and a ``device`` exists.
@@ -13,6 +18,7 @@ truncated), counts are in range (:data:`AT_LEAST`), and a ``device`` exists.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from importlib import resources
@@ -32,6 +38,20 @@ class ConfigError(ValueError):
     Unknown group options and bad override syntax are errors too; the message names the
     key and the fix.
     """
+
+
+def run_iterations(cfg: DictConfig) -> int:
+    """PPO iterations of a run: those covering ``total_env_steps`` if set, else ``max_iterations``.
+
+    One iteration collects ``num_envs * algo.num_steps`` env steps.
+    """
+    if cfg.get("total_env_steps") is None:
+        return int(cfg.max_iterations)
+    return math.ceil(cfg.total_env_steps / (cfg.num_envs * cfg.algo.num_steps))
+
+
+OmegaConf.register_new_resolver("run_iterations", lambda *, _root_: run_iterations(_root_),
+                                replace=True)
 
 
 def config_dir() -> Path:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, ClassVar
 
 from omegaconf import DictConfig, OmegaConf
 
 from embodied import distributed
+from embodied.config import run_iterations
 from embodied.learners.base import Policy, register_learner
 from embodied.rl import OnPolicyRunner, PPOConfig
 from embodied.rl.logger import MetricsLogger
@@ -38,9 +38,7 @@ class PPOLearner:
     @classmethod
     def budget(cls, cfg: DictConfig) -> int:
         """``max_iterations``, or the iterations that cover ``total_env_steps`` if set."""
-        if cfg.total_env_steps is None:
-            return int(cfg.max_iterations)
-        return math.ceil(cfg.total_env_steps / (cfg.num_envs * cfg.algo.num_steps))
+        return run_iterations(cfg)
 
     @classmethod
     def build(cls, cfg: DictConfig, env: BatchedEnv, run: RunFolder,

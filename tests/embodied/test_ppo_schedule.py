@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from embodied.config import ConfigError
+from embodied.config import ConfigError, load_config
+from embodied.learners.ppo import PPOLearner
 from embodied.rl import PPO, ActorCritic, PPOConfig, RolloutStorage
 
 LR, MIN_LR, DECAY = 1e-3, 1e-5, 4
@@ -59,3 +60,15 @@ def test_a_resumed_linear_schedule_continues_where_it_stopped():
 def test_bad_schedule_settings_are_refused(settings, fragment):
     with pytest.raises(ConfigError, match=fragment.replace(".", r"\.")):
         PPOConfig(**settings)
+
+
+@pytest.mark.parametrize("overrides, iterations", [
+    ([], 366),                                      # the task's max_iterations
+    (["max_iterations=100"], 100),
+    (["total_env_steps=5079040"], 620),             # 512 envs x 16 steps per iteration
+    (["total_env_steps=3000000", "num_envs=256"], 733),
+])
+def test_push_lr_decays_over_the_whole_run_however_its_length_is_given(overrides, iterations):
+    cfg = load_config("train", ["task=panda_push", *overrides])
+    assert cfg.algo.schedule == "linear"
+    assert cfg.algo.decay_updates == iterations == PPOLearner.budget(cfg)
