@@ -158,8 +158,9 @@ def eval_curve(run_dir: Path, quick: bool) -> dict:
     end-of-training evaluation (the run's seed + 10000), so the last point repeats the
     run's own final evaluation. Returns ``{"env_steps": [...], "success": [...],
     "episode_return": [...], "save_interval": N, ...}`` (env steps of each checkpoint read
-    from metrics.csv), also written to ``<run_dir>/eval_curve.json``; a cache of other
-    checkpoints is redone.
+    from metrics.csv), also written to ``<run_dir>/eval_curve.json``. A checkpoint already
+    in that cache with the same file (size and modification time) and episode count is
+    not evaluated again, so a curve can be followed while its run trains.
     """
     from omegaconf import OmegaConf
 
@@ -168,20 +169,30 @@ def eval_curve(run_dir: Path, quick: bool) -> dict:
 
     files = sorted((run_dir / "checkpoints").glob("model_*.pt"))
     iterations = [int(f.stem.split("_")[1]) for f in files]
+    stamps = [f"{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files]
+    episodes = 8 if quick else EVAL_EPISODES
     cache = run_dir / "eval_curve.json"
-    if cache.is_file():
-        cached = json.loads(cache.read_text())
-        if cached.get("iterations") == iterations:
-            return cached
+    cached = json.loads(cache.read_text()) if cache.is_file() else {}
+    if cached.get("iterations") == iterations and cached.get("checkpoints") in (None, stamps):
+        return cached
+    known = {}  # checkpoint stamp -> (success, return) of an evaluation already made
+    if cached.get("episodes") == episodes and cached.get("checkpoints"):
+        known = dict(zip(cached["checkpoints"],
+                         zip(cached["success"], cached["episode_return"], strict=True),
+                         strict=True))
     m = read_metrics(run_dir / "metrics.csv")
     steps = dict(zip(m["iteration"], m["env_steps"], strict=True))
-    records = [run_evaluation(load_config("eval", [
-        f"run={run_dir}", f"checkpoint={f}", f"episodes={8 if quick else EVAL_EPISODES}",
-        "video=false", "progress=false", f"out={run_dir / 'eval_curve'}"])) for f in files]
+    records = []
+    for f, stamp in zip(files, stamps, strict=True):
+        if stamp not in known:
+            r = run_evaluation(load_config("eval", [
+                f"run={run_dir}", f"checkpoint={f}", f"episodes={episodes}", "video=false",
+                "progress=false", f"out={run_dir / 'eval_curve'}"]))
+            known[stamp] = (float(r["success_rate"]), float(r["episode_return"]))
+        records.append(known[stamp])
     curve = {"iterations": iterations, "env_steps": [int(steps[i]) for i in iterations],
-             "success": [float(r["success_rate"]) for r in records],
-             "episode_return": [float(r["episode_return"]) for r in records],
-             "episodes": 8 if quick else EVAL_EPISODES,
+             "success": [r[0] for r in records], "episode_return": [r[1] for r in records],
+             "episodes": episodes, "checkpoints": stamps,
              "save_interval": int(OmegaConf.load(run_dir / "config.yaml").save_interval)}
     cache.write_text(json.dumps(curve, indent=2) + "\n")
     return curve

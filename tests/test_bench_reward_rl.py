@@ -54,6 +54,36 @@ def test_the_eval_curve_ends_on_the_runs_own_final_evaluation(tmp_path):
     assert json.loads((run_dir / "eval_curve.json").read_text()) == curve  # cached
 
 
+def test_the_eval_curve_evaluates_only_checkpoints_it_has_not_seen(tmp_path, monkeypatch):
+    import embodied.commands.eval as eval_command
+
+    run_dir = tmp_path / "run"
+    args = ["task=panda_reach", "num_envs=8", "algo.num_steps=16", "save_interval=1",
+            "eval.num_envs=8", "eval.video_envs=0", "progress=false", f"run_dir={run_dir}"]
+    run_train(load_config("train", [*args, "max_iterations=2"]))
+    first = eval_curve(run_dir, quick=True)
+    evaluated = []
+    real = eval_command.run_evaluation
+
+    def counting(cfg):
+        evaluated.append(Path(cfg.checkpoint).name)
+        return real(cfg)
+
+    monkeypatch.setattr(eval_command, "run_evaluation", counting)
+    run_train(load_config("train", [*args, "max_iterations=3", f"resume={run_dir}"]))
+    curve = eval_curve(run_dir, quick=True)
+    assert curve["iterations"] == [1, 2, 3]
+    assert evaluated == ["model_000003.pt"]  # the new checkpoint only
+    assert curve["success"][:2] == first["success"]
+    assert curve["episode_return"][:2] == first["episode_return"]
+    # a checkpoint written again (another run in the same folder) is evaluated again
+    ckpt = run_dir / "checkpoints" / "model_000001.pt"
+    ckpt.write_bytes(ckpt.read_bytes())
+    evaluated.clear()
+    eval_curve(run_dir, quick=True)
+    assert evaluated == ["model_000001.pt"]
+
+
 def test_prms_of_the_same_folder_name_keep_their_own_figures():
     from bench.reward_rl import prm_names
 
