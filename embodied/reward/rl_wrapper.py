@@ -396,7 +396,8 @@ class RewardEnv:
             self._delta_all.add(dphi, dsim)
             self._delta_window.add(dphi, dsim)
         self._sim_prev = sim
-        if self._t % (self.distiller.cfg.refresh_every * DELTA_WINDOW_ROLLOUTS) == 0:
+        # env steps since the wrapper was made: the PPO runner resets the envs at checkpoints
+        if self.steps % (self.distiller.cfg.refresh_every * DELTA_WINDOW_ROLLOUTS) == 0:
             self._close_delta_window()
 
     def _close_delta_window(self) -> None:

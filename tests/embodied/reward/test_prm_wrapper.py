@@ -11,7 +11,13 @@ from embodied.reward import RewardMixer, make_reward_model
 from embodied.reward.prm.checkpoint import save_prm
 from embodied.reward.prm.metrics import pearson
 from embodied.reward.prm.network import MultiViewPRM, PRMConfig
-from embodied.reward.rl_wrapper import DistillConfig, RewardEnv, RunningPearson, wrap_reward
+from embodied.reward.rl_wrapper import (
+    DELTA_WINDOW_ROLLOUTS,
+    DistillConfig,
+    RewardEnv,
+    RunningPearson,
+    wrap_reward,
+)
 from sim import make_env
 
 GAMMA = 0.9
@@ -296,6 +302,26 @@ def test_step_delta_correlation_is_of_the_paid_potential():
         expected = pearson(x.numpy(), y.numpy())
         assert tracked["pearson"] == pytest.approx(expected, abs=1e-3)
         assert sum(w["transitions"] for w in tracked["windows"]) == len(x)
+    finally:
+        wrapped.close()
+
+
+def test_step_delta_windows_span_resets():
+    env = short_env(2)
+    cfg = {"mode": "prm+sparse", "model": {"name": "sim_progress"},
+           "loop": {"scoring": "distilled", "distill": {"label_envs": 1, "label_every": 4,
+                                                         "hidden": [8], "batch_size": 8,
+                                                         "refresh_every": 2}}}
+    wrapped = wrap_reward(env, cfg, gamma=GAMMA)
+    window = 2 * DELTA_WINDOW_ROLLOUTS  # env steps per window
+    try:
+        for _ in range(3):  # the PPO runner resets the envs at every checkpoint
+            wrapped.reset()
+            for _ in range(window // 2 + 1):
+                wrapped.step(0.5 * torch.randn(2, env.action_dim))
+        windows = wrapped.timing_summary()["potential_step_delta"]["windows"]
+        # a window closed after `window` steps in all, though no episode ran that long
+        assert [w["env_steps"] for w in windows] == [window * 2, 3 * (window // 2 + 1) * 2]
     finally:
         wrapped.close()
 
