@@ -402,11 +402,15 @@ class RewardEnv:
 
     def _close_delta_window(self) -> None:
         if self._delta_window.count:
-            value = self._delta_window.value()
-            self._delta_log.append({"env_steps": self.steps * self.env.num_envs,
-                                    "pearson": None if value is None else round(value, 4),
-                                    "transitions": self._delta_window.count})
+            self._delta_log.append(self._delta_window_entry())
         self._delta_window = RunningPearson()
+
+    def _delta_window_entry(self) -> dict[str, Any]:
+        """The open window's figures, ending at the env steps so far."""
+        value = self._delta_window.value()
+        return {"env_steps": self.steps * self.env.num_envs,
+                "pearson": None if value is None else round(value, 4),
+                "transitions": self._delta_window.count}
 
     def potential_step_delta(self) -> dict[str, Any] | None:
         """How the paid potential's per-step change tracks the simulator's (see the module doc).
@@ -419,10 +423,7 @@ class RewardEnv:
         value = self._delta_all.value()
         windows = list(self._delta_log)
         if self._delta_window.count:
-            value_w = self._delta_window.value()
-            windows.append({"env_steps": self.steps * self.env.num_envs,
-                            "pearson": None if value_w is None else round(value_w, 4),
-                            "transitions": self._delta_window.count})
+            windows.append(self._delta_window_entry())
         return {"pearson": None if value is None else round(value, 4),
                 "transitions": self._delta_all.count, "windows": windows}
 

@@ -275,13 +275,17 @@ def test_simulator_progress_through_the_same_distillation():
         wrapped.close()
 
 
+def distilled_sim_progress(env, **distill):
+    """``env`` with the simulator's progress shaped through the distillation ``distill``."""
+    cfg = {"mode": "prm+sparse", "model": {"name": "sim_progress"},
+           "loop": {"scoring": "distilled", "distill": {"batch_size": 8, **distill}}}
+    return wrap_reward(env, cfg, gamma=GAMMA)
+
+
 def test_step_delta_correlation_is_of_the_paid_potential():
     env = short_env(4)
-    cfg = {"mode": "prm+sparse", "model": {"name": "sim_progress"},
-           "loop": {"scoring": "distilled", "distill": {"label_envs": 2, "label_every": 1,
-                                                         "hidden": [16], "batch_size": 8,
-                                                         "refresh_every": 3}}}
-    wrapped = wrap_reward(env, cfg, gamma=GAMMA)
+    wrapped = distilled_sim_progress(env, label_envs=2, label_every=1, hidden=[16],
+                                     refresh_every=3)
     dphi, dsim = [], []
     try:
         prev, sim_prev = wrapped.reset(), env.task.progress().float().clone()
@@ -308,11 +312,8 @@ def test_step_delta_correlation_is_of_the_paid_potential():
 
 def test_step_delta_windows_span_resets():
     env = short_env(2)
-    cfg = {"mode": "prm+sparse", "model": {"name": "sim_progress"},
-           "loop": {"scoring": "distilled", "distill": {"label_envs": 1, "label_every": 4,
-                                                         "hidden": [8], "batch_size": 8,
-                                                         "refresh_every": 2}}}
-    wrapped = wrap_reward(env, cfg, gamma=GAMMA)
+    wrapped = distilled_sim_progress(env, label_envs=1, label_every=4, hidden=[8],
+                                     refresh_every=2)
     window = 2 * DELTA_WINDOW_ROLLOUTS  # env steps per window
     try:
         for _ in range(3):  # the PPO runner resets the envs at every checkpoint
