@@ -11,6 +11,9 @@ Resolver ``${run_iterations:}``: the PPO iterations the run will train, i.e.
 (:func:`run_iterations`); a schedule over "the whole run" names it, not
 ``${max_iterations}``, which ``total_env_steps`` does not change.
 
+A run resumed with ``resume=<run>`` keeps its own budget (:data:`BUDGET_KEYS`) unless
+the command line sets one of those keys (which then replaces the whole budget).
+
 Composed values are validated in one pass (:func:`check_values`): an override keeps
 the type of the value it replaces (``num_envs=abc`` and ``seed=1.5`` are errors, never
 truncated), counts are in range (:data:`AT_LEAST`), and a ``device`` exists.
@@ -50,6 +53,36 @@ def run_iterations(cfg: DictConfig) -> int:
     return math.ceil(cfg.total_env_steps / (cfg.num_envs * cfg.algo.num_steps))
 
 
+# How long a run trains: PPO iterations or env steps (train), gradient steps (offline).
+BUDGET_KEYS = ("max_iterations", "total_env_steps", "steps")
+
+
+def saved_config(path: str | Path) -> DictConfig | None:
+    """The config.yaml of the run folder ``path`` points into (a folder or a checkpoint)."""
+    path = Path(path)
+    for folder in (path, path.parent, path.parent.parent):
+        if (folder / "config.yaml").is_file():
+            return OmegaConf.load(folder / "config.yaml")
+    return None
+
+
+def resumed_budget(cfg: DictConfig, overrides: list[str]) -> DictConfig:
+    """``cfg`` with the budget keys of the run ``cfg.resume`` continues.
+
+    Unchanged when ``cfg`` resumes nothing, when the resumed folder has no config.yaml, or
+    when ``overrides`` set any budget key (an extension: ``max_iterations=500``). Otherwise
+    every budget key the saved config has is copied, so ``resume=<run>`` alone trains to
+    the run's own end rather than to the defaults of the command line's task.
+    """
+    if cfg.get("resume") is None:
+        return cfg
+    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    saved = saved_config(cfg.resume)
+    if saved is None or given.intersection(BUDGET_KEYS):
+        return cfg
+    return OmegaConf.merge(cfg, {k: saved[k] for k in BUDGET_KEYS if k in saved and k in cfg})
+
+
 OmegaConf.register_new_resolver("run_iterations", lambda *, _root_: run_iterations(_root_),
                                 replace=True)
 
@@ -83,7 +116,7 @@ def load_config(name: str, overrides: list[str] | None = None) -> DictConfig:
     cfg = _compose(name, overrides)
     groups = [o for o in overrides if _is_group_choice(o)]
     check_values(cfg, _compose(name, groups) if len(groups) < len(overrides) else cfg)
-    return cfg
+    return resumed_budget(cfg, overrides)
 
 
 def _is_group_choice(override: str) -> bool:

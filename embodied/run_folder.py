@@ -32,15 +32,6 @@ RUN_KEYS = ("task", "algo", "reward", "num_envs", "seed", "save_interval")
 EVAL_SEED_OFFSET = 10_000  # evaluation envs are seeded apart from the training envs
 
 
-def saved_config(path: str | Path) -> DictConfig | None:
-    """The config.yaml of the run folder ``path`` points into (a folder or a checkpoint)."""
-    path = Path(path)
-    for folder in (path, path.parent, path.parent.parent):
-        if (folder / "config.yaml").is_file():
-            return OmegaConf.load(folder / "config.yaml")
-    return None
-
-
 def _resumed_value(given: Any, saved: Any) -> Any:
     """A resumed run's setting: ``saved``, merged over ``given`` if both are sections of one kind.
 
@@ -77,8 +68,9 @@ class RunFolder:
     def resume_config(self, cfg: DictConfig) -> DictConfig:
         """``cfg`` with the resumed run's task/algo/num_envs/seed/save_interval (notes differences).
 
-        Everything else (max_iterations, eval, progress, threads) is taken from ``cfg``,
-        so a finished run can be extended with e.g. ``max_iterations=500``.
+        Everything else (eval, progress, threads) is taken from ``cfg``, the budget too:
+        :func:`~embodied.config.load_config` made it the run's own unless the command line
+        set one, so a finished run can be extended with e.g. ``max_iterations=500``.
         """
         path = self.path / "config.yaml"
         if not path.exists():

@@ -15,14 +15,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from embodied import distributed
 from embodied.commands.registry import command
-from embodied.config import ConfigError
+from embodied.config import ConfigError, saved_config
 from embodied.envs import make_train_env
 from embodied.learners.base import train_in
 from embodied.learners.factory import learner_class
 from embodied.reward.rl_wrapper import RewardEnv, wrap_reward
 from embodied.reward.vlm.remote import ServerError
 from embodied.rl.checkpoint import CheckpointError
-from embodied.run_folder import RunFolder, print_summary, saved_config
+from embodied.run_folder import RunFolder, print_summary
 from sim import BackendError
 
 

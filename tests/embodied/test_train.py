@@ -66,6 +66,30 @@ def test_resume_a_run_folder_from_the_config(tmp_path, capsys):
     assert (run / "checkpoints" / "model_000003.pt").exists()
 
 
+def test_resume_alone_trains_to_the_runs_own_budget(tmp_path):
+    """`resume=<run>` without a budget on the command line ends where the run would have."""
+    threads = torch.get_num_threads()
+    run = tmp_path / "run"
+    try:
+        run_train(load_config("train", [*TINY, "max_iterations=2",
+                                         f"run_dir={run}"]))
+        # as if stopped after 2 of its 3 iterations
+        (run / "config.yaml").write_text((run / "config.yaml").read_text().replace(
+            "max_iterations: 2", "max_iterations: 3"))
+        # no budget given: the command line's default (250) must not apply
+        assert load_config("train", [f"resume={run}"]).max_iterations == 3
+        more = run_train(load_config("train", ["progress=false", "eval.num_envs=0",
+                                               f"resume={run}"]))
+        # a budget on the command line replaces the run's whole budget
+        given = load_config("train", ["max_iterations=5", f"resume={run}"])
+        steps = load_config("train", ["total_env_steps=4096", f"resume={run / 'checkpoints'}"])
+    finally:
+        torch.set_num_threads(threads)
+    assert more["iterations"] == 3 and more["env_steps"] == 3 * 4 * 4
+    assert given.max_iterations == 5 and given.total_env_steps is None
+    assert steps.total_env_steps == 4096
+
+
 def test_resuming_with_another_algo_continues_the_runs_own_learner(tmp_path, capsys):
     threads = torch.get_num_threads()
     run = tmp_path / "run"
