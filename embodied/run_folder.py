@@ -32,16 +32,24 @@ RUN_KEYS = ("task", "algo", "reward", "num_envs", "seed", "save_interval")
 EVAL_SEED_OFFSET = 10_000  # evaluation envs are seeded apart from the training envs
 
 
-def _resumed_value(given: Any, saved: Any) -> Any:
-    """A resumed run's setting: ``saved``, merged over ``given`` if both are sections of one kind.
+def _kind(section: DictConfig) -> tuple[Any, Any]:
+    """What a config section is: its ``name`` (a learner, a task, a model) and ``mode``."""
+    return section.get("name"), section.get("mode")
 
-    Sections of another kind (another ``name``: e.g. an ``algo`` of another learner) are
-    replaced whole, since the given section's keys are not theirs.
+
+def _resumed_value(given: Any, saved: Any) -> Any:
+    """A resumed run's setting: ``saved``, over ``given`` where both are sections of one kind.
+
+    Sections of one kind (the same ``name`` and ``mode``) are joined key by key, each
+    subsection by the same rule, so keys a config gained since the run was saved get
+    their given values. Sections of another kind (an ``algo`` of another learner, a
+    ``reward`` of another mode) are replaced whole: the given section's keys are not theirs.
     """
-    if OmegaConf.is_dict(given) and OmegaConf.is_dict(saved) \
-            and given.get("name") == saved.get("name"):
-        return OmegaConf.merge(given, saved)
-    return saved
+    if not (OmegaConf.is_dict(given) and OmegaConf.is_dict(saved)) \
+            or _kind(given) != _kind(saved):
+        return saved
+    joined = {key: _resumed_value(given.get(key), saved[key]) for key in saved}
+    return OmegaConf.create({**{k: given[k] for k in given if k not in saved}, **joined})
 
 
 @dataclass

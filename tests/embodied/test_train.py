@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import torch
+from omegaconf import OmegaConf
 
 from embodied.commands.train import run_train
 from embodied.config import load_config
@@ -88,6 +89,23 @@ def test_resume_alone_trains_to_the_runs_own_budget(tmp_path):
     assert more["iterations"] == 3 and more["env_steps"] == 3 * 4 * 4
     assert given.max_iterations == 5 and given.total_env_steps is None
     assert steps.total_env_steps == 4096
+
+
+def test_resume_keeps_a_reward_section_of_another_mode_as_it_was(tmp_path):
+    """A sparse run resumed without `reward=` gets no keys of the default reward's mode."""
+    threads = torch.get_num_threads()
+    run = tmp_path / "run"
+    try:
+        run_train(load_config("train", [*TINY, "reward=sparse", "max_iterations=1",
+                                         f"run_dir={run}"]))
+        before = OmegaConf.load(run / "config.yaml")
+        run_train(load_config("train", ["progress=false", "eval.num_envs=0", "max_iterations=2",
+                                         f"resume={run}"]))
+    finally:
+        torch.set_num_threads(threads)
+    after = OmegaConf.load(run / "config.yaml")
+    assert after.reward == before.reward and after.algo == before.algo
+    assert after.max_iterations == 2
 
 
 def test_resuming_with_another_algo_continues_the_runs_own_learner(tmp_path, capsys):
