@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 from hydra import compose, initialize_config_dir
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from embodied.files import writing
 
@@ -62,12 +62,13 @@ def saved_config(path: str | Path) -> DictConfig | None:
     path = Path(path)
     for folder in (path, path.parent, path.parent.parent):
         if (folder / "config.yaml").is_file():
-            return OmegaConf.load(folder / "config.yaml")
+            saved = OmegaConf.load(folder / "config.yaml")
+            return saved if isinstance(saved, DictConfig) else None
     return None
 
 
 def resumed_budget(cfg: DictConfig, overrides: list[str]) -> DictConfig:
-    """``cfg`` with the budget keys of the run ``cfg.resume`` continues.
+    """``cfg`` (updated in place) with the budget keys of the run ``cfg.resume`` continues.
 
     Unchanged when ``cfg`` resumes nothing, when the resumed folder has no config.yaml, or
     when ``overrides`` set any budget key (an extension: ``max_iterations=500``). Otherwise
@@ -80,7 +81,10 @@ def resumed_budget(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     saved = saved_config(cfg.resume)
     if saved is None or given.intersection(BUDGET_KEYS):
         return cfg
-    return OmegaConf.merge(cfg, {k: saved[k] for k in BUDGET_KEYS if k in saved and k in cfg})
+    budget = OmegaConf.create({k: saved[k] for k in BUDGET_KEYS if k in saved and k in cfg})
+    with open_dict(cfg):
+        cfg.merge_with(budget)
+    return cfg
 
 
 OmegaConf.register_new_resolver("run_iterations", lambda *, _root_: run_iterations(_root_),
