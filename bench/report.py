@@ -302,8 +302,10 @@ def reward_rl(r: dict) -> str:
                     if refresh.get("learning_rate") else "")
             every = refresh["every_rollouts"]
             when = "after every rollout" if every == 1 else f"every {every} rollouts"
+            kept_labels = ("; the distilled MLP keeps the older labels"
+                           if refresh.get("keep_older_labels") else "")
             notes.append(f"PRM refreshed online {when} on {refresh['labels']} labels: "
-                         f"{refresh['steps']} gradient steps{layers}{rate}")
+                         f"{refresh['steps']} gradient steps{layers}{rate}{kept_labels}")
         kept = {a["ran"][:16] for a in rl["arms"].values() if a.get("ran")}
         if kept:
             notes.append("arms run on " + ", ".join(

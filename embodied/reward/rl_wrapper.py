@@ -26,8 +26,9 @@ from (``scoring``):
   PRM is fine-tuned during RL on the frames the distillation labels (kept with their
   simulator's progress, or label-free), every ``every`` rollouts at a rollout boundary;
   the kept states are then scored again by the new PRM and replace the MLP's buffer
-  (older labels of the old PRM are dropped), and the MLP is refitted before it is copied
-  into the potential. The potential still changes only between rollouts.
+  (older labels of the old PRM are dropped; with ``distill.keep_older_labels`` they stay
+  and only the rescored states' labels change), and the MLP is refitted before it is
+  copied into the potential. The potential still changes only between rollouts.
 - a PRM with temporal context (``start_context``) also reads the views of each env's
   first state: they are rendered at every episode start (of the envs that began an
   episode) and kept, and handed to the model as the cameras ``<camera>@start`` beside
@@ -118,6 +119,8 @@ class DistillConfig:
     batch_size: int = 256
     buffer_size: int = 50_000
     refresh_every: int = 32       # env steps between copies of the MLP into the potential
+    keep_older_labels: bool = False  # after a PRM refresh: rewrite the rescored states' labels
+                                     # and keep the older ones (False: drop them)
 
 
 class ProgressMLP(nn.Module):
@@ -168,15 +171,28 @@ class Distiller:
             self.mlp.norm.update(obs)
         self.fit(self.cfg.updates)
 
-    def replace(self, obs: torch.Tensor, progress: torch.Tensor) -> None:
-        """Make ``obs`` [n, D] with targets ``progress`` [n] the whole buffer (a relabelling).
+    def relabel(self, obs: torch.Tensor, progress: torch.Tensor) -> None:
+        """The reward model changed and scored ``obs`` [n, D] again: targets ``progress`` [n].
 
-        The reward model changed: labels it gave earlier no longer hold, so only the
-        states it has scored again stay. The MLP keeps its weights.
+        ``obs`` are the newest ``n`` states added, oldest first (the states the refresh
+        keeps). By default they become the whole buffer: labels the old model gave to
+        older states no longer hold and are dropped. With ``keep_older_labels`` those
+        older states stay with the labels they had, so the MLP keeps fitting every state
+        the buffer holds (as it does with a reward model that never changes); ``obs``
+        must then be the buffer's newest states (``ValueError`` if not). The MLP keeps
+        its weights either way.
         """
         n = min(len(obs), self.cfg.buffer_size)
-        self.obs[:n], self.target[:n] = obs[-n:].float(), progress[-n:].float()
-        self.size, self.head = n, n % self.cfg.buffer_size
+        obs, progress = obs[len(obs) - n:].float(), progress[len(progress) - n:].float()
+        if not self.cfg.keep_older_labels:
+            self.obs[:n], self.target[:n] = obs, progress
+            self.size, self.head = n, n % self.cfg.buffer_size
+            return
+        idx = (self.head - n + torch.arange(n)) % self.cfg.buffer_size
+        if n > self.size or not torch.equal(self.obs[idx], obs):
+            raise ValueError(f"relabel: the {n} rescored states are not the newest of the "
+                             f"distillation buffer ({self.size} states)")
+        self.target[idx] = progress
 
     def fit(self, steps: int) -> None:
         """``steps`` gradient steps of the MLP on minibatches of the buffer."""
@@ -366,7 +382,7 @@ class RewardEnv:
         elif due and ref.update() is not None:
             relabelled = ref.relabel()
         if relabelled is not None:
-            self.distiller.replace(*relabelled)
+            self.distiller.relabel(*relabelled)
             self.distiller.fit(self.distiller.cfg.updates * 8)
             ref.log[-1]["env_steps"] = self.steps * self.env.num_envs
         self.timing["refresh"] += time.perf_counter() - t
@@ -579,12 +595,15 @@ class RewardEnv:
                                "terminal_potential": self.mixer.shaping.terminal_potential}
         if self.distiller is not None:
             out["potential_refresh_every"] = self.distiller.cfg.refresh_every
+            out["distill_buffer_size"] = self.distiller.cfg.buffer_size
         if self.refresher is not None:
             cfg = self.refresher.cfg
             out["prm_refresh"] = {"every_rollouts": cfg.every, "steps": cfg.steps,
                                   "train": cfg.train, "learning_rate": cfg.learning_rate,
                                   "labels": cfg.labels, "replay_fraction": cfg.replay_fraction,
-                                  "buffer_size": cfg.buffer_size, "log": self.refresher.log}
+                                  "buffer_size": cfg.buffer_size,
+                                  "keep_older_labels": self.distiller.cfg.keep_older_labels,
+                                  "log": self.refresher.log}
         return out
 
     def potential_quality(self) -> dict[str, float | None]:

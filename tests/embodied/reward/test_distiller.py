@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import torch
 
 from embodied.reward.rl_wrapper import DistillConfig, Distiller
@@ -32,3 +33,26 @@ def test_fused_fitting_matches_plain_adam_steps():
     with torch.no_grad():
         torch.testing.assert_close(d.mlp(x), ref(x), rtol=1e-5, atol=1e-5)
         assert not torch.allclose(d.mlp(x), d.potential(x), atol=1e-3)  # it did learn
+
+
+def test_relabel_replaces_the_buffer_or_rewrites_only_the_newest_labels():
+    data = torch.Generator().manual_seed(0)
+    obs, progress = torch.randn(10, 5, generator=data), torch.rand(10, generator=data)
+    new = torch.rand(4, generator=data)
+    dropping = Distiller(5, DistillConfig(hidden=[8], updates=1, buffer_size=8), seed=0)
+    keeping = Distiller(5, DistillConfig(hidden=[8], updates=1, buffer_size=8,
+                                         keep_older_labels=True), seed=0)
+    for d in (dropping, keeping):
+        d.add(obs[:6], progress[:6])
+        d.add(obs[6:], progress[6:])  # 10 states into 8 places: the ring wrapped
+    dropping.relabel(obs[6:], new)
+    assert dropping.size == 4 and torch.equal(dropping.obs[:4], obs[6:])
+    assert torch.equal(dropping.target[:4], new)
+    keeping.relabel(obs[6:], new)
+    assert keeping.size == 8
+    by_state = {tuple(o.tolist()): float(t) for o, t in zip(keeping.obs, keeping.target,
+                                                            strict=True)}
+    assert by_state == {tuple(o.tolist()): float(t) for o, t in zip(
+        obs[2:], torch.cat([progress[2:6], new]), strict=True)}
+    with pytest.raises(ValueError, match="newest"):  # not the newest states
+        keeping.relabel(obs[5:9], new)

@@ -254,6 +254,42 @@ def test_refresh_in_the_loop_swaps_the_prm_between_rollouts_only(tmp_path, train
         wrapped.close()
 
 
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_refresh_drops_or_keeps_the_older_distillation_labels(tmp_path, keep):
+    prm = new_prm(tmp_path)
+    env = make_env("panda_reach", num_envs=4, seed=0, episode_length_s=0.1)
+    distill = DistillConfig(label_envs=2, label_every=1, hidden=[16], updates=2, batch_size=8,
+                            buffer_size=64, refresh_every=3, keep_older_labels=keep)
+    refresh = RefreshConfig(enabled=True, every=1, steps=8, batch_size=4, replay_fraction=0,
+                            learning_rate=1e-1, buffer_size=6)
+    wrapped = RewardEnv(env, RewardMixer("prm+sparse", gamma=0.9), prm, scoring="distilled",
+                        width=32, height=32, distill=distill, refresh=refresh,
+                        start_views=False)
+    try:
+        wrapped.reset()
+        d, ref = wrapped.distiller, wrapped.refresher
+        with torch.inference_mode():  # as PPO's collection runs
+            for _ in range(3):  # a rollout of 3 env steps: 8 states labelled with the reset's
+                wrapped.step(torch.zeros(4, env.action_dim))
+            obs, labels = d.obs[:8].clone(), d.target[:8].clone()
+            wrapped.step(torch.zeros(4, env.action_dim))  # the refresh, then 2 labels more
+        _, now = ref.relabel()  # the 6 newest states by the refreshed PRM
+        if keep:  # all 8 states stay; the 6 the refresh kept carry the new PRM's labels
+            assert d.size == 10 and torch.equal(d.obs[:8], obs)
+            assert torch.equal(d.target[:2], labels[:2])  # the oldest two: their first labels
+            assert torch.allclose(d.target[4:10], now, atol=1e-5)
+        else:  # only the 6 rescored states stay
+            assert d.size == 8 and torch.equal(d.obs[:6], obs[2:])
+            assert torch.allclose(d.target[2:8], now, atol=1e-5)
+        relabelled = d.target[2:6] if keep else d.target[:4]
+        assert not torch.allclose(relabelled, labels[2:6], atol=1e-4)  # the refresh's labels
+        settings = wrapped.timing_summary()["shaping"]
+        assert settings["prm_refresh"]["keep_older_labels"] is keep
+        assert settings["distill_buffer_size"] == 64
+    finally:
+        wrapped.close()
+
+
 def test_refresh_settings_are_checked(tmp_path):
     with pytest.raises(ConfigError, match="pushdown"):
         RefreshConfig(labels="none")
