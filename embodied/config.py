@@ -67,6 +67,11 @@ def saved_config(path: str | Path) -> DictConfig | None:
     return None
 
 
+def override_key(override: str) -> str:
+    """The key a Hydra override sets, adds or deletes: ``+a.b=1`` -> ``a.b``."""
+    return override.split("=", 1)[0].lstrip("+~")
+
+
 def resumed_budget(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """``cfg`` (updated in place) with the budget keys of the run ``cfg.resume`` continues.
 
@@ -77,7 +82,7 @@ def resumed_budget(cfg: DictConfig, overrides: list[str]) -> DictConfig:
     """
     if cfg.get("resume") is None:
         return cfg
-    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    given = {override_key(o) for o in overrides}
     saved = saved_config(cfg.resume)
     if saved is None or given.intersection(BUDGET_KEYS):
         return cfg
@@ -125,7 +130,7 @@ def load_config(name: str, overrides: list[str] | None = None) -> DictConfig:
 
 def _is_group_choice(override: str) -> bool:
     """``task=panda_push``-style overrides (they choose a group's file, set no value)."""
-    key = override.split("=", 1)[0].lstrip("+~")
+    key = override_key(override)
     return "." not in key and (config_dir() / key).is_dir() and key != COMMANDS_DIR
 
 
