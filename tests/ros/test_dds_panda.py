@@ -89,7 +89,8 @@ def test_reach_policy_through_ros_reaches_goals(ros_graph, panda_policy):
     away.point.x, away.point.y, away.point.z = (float(v) for v in far)
     g.wait_for(lambda: goal_pub.publish(away) or len(commands.messages) > n + 30, 10.0,
                "commands after the e-stop")
-    braking_steps = int(np.ceil(np.max(robot.velocity / robot.acceleration) / robot.control_dt))
+    braking_time = float(np.max(robot.velocity / robot.acceleration))
+    braking_steps = int(np.ceil(braking_time / robot.control_dt))
     held = np.array([m.points[0].positions for m in commands.messages[n + 2 + braking_steps:]])
     np.testing.assert_array_equal(held, np.broadcast_to(held[0], held.shape))
     # The arm stays where the e-stop found it (up to the braking from the speed it had, at
@@ -99,7 +100,6 @@ def test_reach_policy_through_ros_reaches_goals(ros_graph, panda_policy):
     g.wait_for(lambda: goal_pub.publish(away) or len(ee.messages) > m + 10, 10.0,
                "tcp poses after the braking")
     held_tcp = np.array([_position(msg) for msg in ee.messages[m:]])
-    braking_time = float(np.max(robot.velocity / robot.acceleration))
     assert np.linalg.norm(held_tcp[-1] - latched_at) <= speed * braking_time + 0.01
     np.testing.assert_allclose(held_tcp, np.broadcast_to(held_tcp[-1], held_tcp.shape), atol=1e-3)
     assert np.linalg.norm(held_tcp[-1] - far) > 2 * SUCCESS_RADIUS
