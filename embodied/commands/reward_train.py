@@ -56,7 +56,9 @@ def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
     if main:
         save_config(OmegaConf.merge(cfg, {"run_dir": str(run_dir)}), run_dir)
         if path is None:
-            print(f"simulating {data_cfg['episodes']} episodes of {cfg.task.name} ...",
+            wander = f" + {data_config.wander_episodes} wander" \
+                if data_config.wander_episodes else ""
+            print(f"simulating {data_config.episodes}{wander} episodes of {cfg.task.name} ...",
                   flush=True)
         data, path = load_or_simulate(path, data_config, run_dir / "data", progress_bar=True)
     path = distributed.broadcast_object(str(path) if main else None)  # after rank 0 saved it

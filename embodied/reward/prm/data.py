@@ -1,7 +1,10 @@
 """Training data for the learned PRM: simulated multi-view episodes with progress labels.
 
 Episodes come from the task's scripted expert (near-clean and noisy), from failed
-rollouts (smoothed random joint targets) and, optionally, from given policies
+rollouts (smoothed random joint targets), optionally from the expert wandering off at
+random once the task's success holds (``wander_episodes``: the states after success, with
+the robot anywhere and the scene left as the expert left it or disturbed, which the
+expert alone never shows) and from given policies
 (``policies``: PPO checkpoints at several stages of training, with action noise, or
 uniformly random actions), so the model also sees the states an RL policy visits. Each
 has every camera view rendered every ``stride`` control steps and the task's privileged
@@ -14,7 +17,7 @@ read by :func:`load_frames`):
 - ``meta.json``: ``format``, ``version``, ``task``, ``instruction``, ``cameras`` (the
   view order), ``height``, ``width``, ``stride``, ``counterfactual_instructions`` and
   ``episodes``: one record per episode with ``index``, ``split`` (train | val), ``kind``
-  (expert | noisy | failed | policy), ``noise``, ``start`` and ``length`` (its rows in
+  (expert | noisy | failed | wander | policy), ``noise``, ``start`` and ``length`` (its rows in
   the arrays below), ``success`` (it succeeded at some recorded state) and, for kind
   policy, ``policy`` (the checkpoint file, or ``random``).
 - ``frames.npy``: uint8 [N, V, H, W, 3], row i the V views of one state (memory-mappable
@@ -56,6 +59,9 @@ class DataConfig:
     expert_noise: float = 0.05
     noisy_noise: float = 0.6
     random_scale: float = 0.4      # std of the random joint targets (action units)
+    # beside ``episodes``: the near-clean expert until the task's success holds, then the
+    # failed rollouts' random targets for the rest of the episode
+    wander_episodes: int = 0
     batch_envs: int = 16           # episodes simulated together
     stride: int = 4                # control steps between recorded states
     width: int = 64
@@ -208,7 +214,8 @@ def _kinds(cfg: DataConfig) -> list[tuple[str, float, str | None]]:
     none: str | None = None
     out = ([("expert", cfg.expert_noise, none)] * n_expert
            + [("noisy", cfg.noisy_noise, none)] * n_noisy
-           + [("failed", cfg.random_scale, none)] * n_failed)
+           + [("failed", cfg.random_scale, none)] * n_failed
+           + [("wander", cfg.expert_noise, none)] * round(cfg.wander_episodes / cfg.batch_envs))
     for src in policy_sources(all_policies(cfg)):
         out += [("policy", src.noise, src.checkpoint)] * max(1, round(src.episodes
                                                                       / cfg.batch_envs))
@@ -219,8 +226,11 @@ Policy = Callable[[torch.Tensor], torch.Tensor]
 
 
 def rollout_policy(env: Any, kind: str, noise: float, checkpoint: str | None,
-                   seed: int) -> Policy:
-    """Observations -> actions of one batch of episodes of ``kind`` (see ``DataConfig``)."""
+                   seed: int, random_scale: float = 0.4) -> Policy:
+    """Observations -> actions of one batch of episodes of ``kind`` (see ``DataConfig``).
+
+    ``random_scale``: the random targets' std of a ``wander`` episode after its success.
+    """
     gen = torch.Generator().manual_seed(seed)
     if kind == "failed":
         targets = _RandomTargets(env.num_envs, env.action_dim, noise, seed)
@@ -229,6 +239,8 @@ def rollout_policy(env: Any, kind: str, noise: float, checkpoint: str | None,
         from sim.experts import make_expert
 
         expert = make_expert(env, noise=noise, seed=seed)
+        if kind == "wander":
+            return _WanderAfterSuccess(env, expert, random_scale, seed)
         return lambda obs: expert()
     if checkpoint is None or checkpoint == "random":
         return lambda obs: torch.rand(obs.shape[0], env.action_dim, generator=gen) * 2 - 1
@@ -262,6 +274,25 @@ class _RandomTargets:
         return self.action.clamp(-1.0, 1.0)
 
 
+class _WanderAfterSuccess:
+    """A wander batch's actions: the expert's, then random once the env's success held.
+
+    From the step on which an env's success first holds, to the end of its episode, the
+    env gets the failed rollouts' drifting random targets instead of the expert's actions.
+    """
+
+    def __init__(self, env: Any, expert: Callable[[], torch.Tensor], scale: float,
+                 seed: int) -> None:
+        self.env, self.expert = env, expert
+        self.targets = _RandomTargets(env.num_envs, env.action_dim, scale, seed)
+        self.wandering = torch.zeros(env.num_envs, dtype=torch.bool)
+
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        self.wandering |= self.env.task.success().bool().cpu()
+        action, random = self.expert(), self.targets()
+        return torch.where(self.wandering[:, None], random.to(action), action)
+
+
 def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
     """Run the episodes of ``cfg`` and return them with frames and labels (in memory)."""
     from tqdm import tqdm
@@ -288,7 +319,7 @@ def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
                                                            disable=not progress_bar)):
             seed = cfg.seed * 1000 + b
             obs = env.reset(seed=seed)
-            policy = rollout_policy(env, kind, noise, checkpoint, seed)
+            policy = rollout_policy(env, kind, noise, checkpoint, seed, cfg.random_scale)
             active = torch.ones(env.num_envs, dtype=torch.bool)
             recs: list[list[tuple]] = [[] for _ in range(env.num_envs)]
             for t in range(env.max_episode_steps):

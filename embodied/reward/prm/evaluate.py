@@ -68,6 +68,9 @@ def score_rows(model: RewardModel, data: FrameDataset, rows: np.ndarray, instruc
     return np.concatenate(prog), np.concatenate(succ)
 
 
+KINDS = ("expert", "noisy", "failed", "wander")  # simulated kinds reported apart
+
+
 def evaluate(model: RewardModel, data: FrameDataset, split: str | None = "val",
              plot: str | Path | None = None, max_counterfactual: int = 512) -> dict[str, Any]:
     """All metrics (``metrics.py``) on the episodes of ``split`` (None: all); optionally a PNG."""
@@ -90,7 +93,7 @@ def evaluate(model: RewardModel, data: FrameDataset, split: str | None = "val",
         mismatched = np.concatenate([score_rows(model, data, far, text)[0]
                                      for text in others])
         out |= counterfactual_metrics(matched, mismatched)
-    out["kinds"] = {k: sum(m["kind"] == k for m in meta) for k in ("expert", "noisy", "failed")}
+    out["kinds"] = {k: sum(m["kind"] == k for m in meta) for k in KINDS}
     if plot is not None:
         out["plot"] = str(plot_episodes(preds, trues, meta, plot))
     return out
@@ -239,7 +242,7 @@ def plot_episodes(preds: list[np.ndarray], trues: list[np.ndarray], meta: list[d
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    kinds = [k for k in ("expert", "noisy", "failed") if any(m["kind"] == k for m in meta)]
+    kinds = [k for k in KINDS if any(m["kind"] == k for m in meta)]
     fig, axes = plt.subplots(1, len(kinds), figsize=(4.2 * len(kinds), 3.2), squeeze=False)
     for ax, kind in zip(axes[0], kinds, strict=True):
         picked = [i for i, m in enumerate(meta) if m["kind"] == kind][:per_kind]

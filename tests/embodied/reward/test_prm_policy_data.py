@@ -102,3 +102,25 @@ def test_simulated_dataset_holds_policy_episodes(run):
     assert len(rows) and ((data.progress[rows] >= 0) & (data.progress[rows] <= 1)).all()
     assert not np.array_equal(data.frames[data.rows(kinds=("expert",))][:4],
                               data.frames[rows][:4])
+
+
+def test_wander_episodes_leave_the_goal_after_success():
+    cfg = DataConfig(task="panda_reach", episodes=4, batch_envs=4, stride=1, width=16,
+                     height=16, expert_fraction=1.0, noisy_fraction=0.0, seed=1,
+                     wander_episodes=4)
+    assert [k for k, _, _ in _kinds(cfg)] == ["expert", "wander"]
+    data = simulate(cfg)
+    assert [e["kind"] for e in data.episodes] == ["expert"] * 4 + ["wander"] * 4
+
+    def held_after_success(kind: str) -> float:
+        """Share of the recorded states after an episode's first success where it holds."""
+        held = []
+        for rows in data.episode_rows(kinds=(kind,)):
+            hit = np.flatnonzero(data.success[rows])
+            assert len(hit), f"a {kind} episode never succeeded"
+            held.append(data.success[rows[hit[0]:]].mean())
+        return float(np.mean(held))
+
+    # the expert stays at its target; the same expert wandering off after success does not
+    assert held_after_success("expert") > 0.9
+    assert held_after_success("wander") < 0.5
