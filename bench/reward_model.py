@@ -109,8 +109,9 @@ def prm_overrides(task: str, quick: bool, run_dir: Path, extra: tuple[str, ...] 
     """The ``embodied reward train`` overrides of this benchmark's PRM of ``task``."""
     overrides = [f"task={task}", f"run_dir={run_dir}", *TASK_OVERRIDES.get(task, []), *extra]
     if quick:
+        wander = load_config("reward_train", [f"task={task}"]).data.wander_episodes
         overrides += ["data.episodes=16", "data.batch_envs=8", "data.stride=10",
-                      "train.epochs=1"]
+                      "train.epochs=1", f"data.wander_episodes={min(wander, 8)}"]
     return overrides
 
 

@@ -16,9 +16,9 @@ def test_reward_train_eval_and_rl_with_prm(tmp_path, capsys):
     `embodied reward train` wrote (small scale)."""
     run = tmp_path / "prm_run"
     assert main(["reward", "train", "task=panda_push", "data.episodes=16", "data.batch_envs=8",
-                 "data.stride=10", "data.width=32", "data.height=32", "model.image_size=32",
-                 "model.text=learned", "model.dim=32", "train.epochs=1", "train.batch_size=16",
-                 f"run_dir={run}"]) == 0
+                 "data.wander_episodes=8", "data.stride=10", "data.width=32", "data.height=32",
+                 "model.image_size=32", "model.text=learned", "model.dim=32", "train.epochs=1",
+                 "train.batch_size=16", f"run_dir={run}"]) == 0
     assert (run / "prm.pt").is_file() and (run / "eval.png").is_file()
     assert (run / "data" / "meta.json").is_file() and (run / "config.yaml").is_file()
     metrics = json.loads((run / "metrics.json").read_text())
