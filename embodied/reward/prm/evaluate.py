@@ -122,15 +122,17 @@ def shift_config(data: FrameDataset, visual: Mapping[str, Any], episodes: int, s
                  batch_envs: int) -> DataConfig:
     """The simulation of ``data`` (task, env, cameras, size, stride, kinds) under ``visual``.
 
-    The scripted kinds only: rollouts of the dataset's given policies (``policies`` and
-    the coverage recipe of ``policy_run``) are left out.
+    The scripted kinds only, in the dataset's proportions (its wander episodes scaled
+    from its ``episodes`` to ``episodes``): rollouts of the dataset's given policies
+    (``policies`` and the coverage recipe of ``policy_run``) are left out.
     """
     base = DataConfig(**{k: v for k, v in data.meta.get("config", {}).items()
                          if k in DataConfig.__dataclass_fields__})
+    wander = round(base.wander_episodes * episodes / max(base.episodes, 1))
     return replace(base, task=data.meta["task"], cameras=data.cameras, width=data.meta["width"],
                    height=data.meta["height"], stride=data.meta["stride"], episodes=episodes,
                    batch_envs=batch_envs, seed=seed, visual=dict(visual), policies=[],
-                   policy_run=None)
+                   policy_run=None, wander_episodes=wander)
 
 
 def shift_dataset(cfg: DataConfig, folder: Path | None) -> FrameDataset:
@@ -289,11 +291,11 @@ def policy_state_config(data: FrameDataset, policy: str, stages: int, episodes: 
 
     ``policy``: a run folder of `embodied train` (``stages`` of its checkpoints, spread
     over training) or a checkpoint file; ``episodes`` per checkpoint with Gaussian action
-    noise ``noise``; plus ``expert_episodes`` scripted expert episodes (for reversed clips).
-    Frames as the scene is built (no visual randomisation).
+    noise ``noise``; plus ``expert_episodes`` scripted expert episodes (for reversed clips)
+    and no other kind. Frames as the scene is built (no visual randomisation).
     """
     base = shift_config(data, {"enabled": False}, expert_episodes, seed, 16)
-    return replace(base, expert_fraction=1.0, noisy_fraction=0.0, policies=[
+    return replace(base, expert_fraction=1.0, noisy_fraction=0.0, wander_episodes=0, policies=[
         {"checkpoint": policy, "stages": stages, "episodes": episodes, "noise": noise}])
 
 

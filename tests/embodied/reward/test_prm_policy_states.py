@@ -85,7 +85,7 @@ def test_push_prm_episodes_run_in_the_pushers_env():
 def test_policy_states_roll_out_the_pushers_checkpoints_in_the_prms_env(tmp_path):
     from embodied.cli import main
     from embodied.reward.prm.data import all_policies, policy_sources
-    from embodied.reward.prm.evaluate import policy_state_config
+    from embodied.reward.prm.evaluate import policy_state_config, shift_config
     from tests.embodied.conftest import TINY_PPO
 
     run = tmp_path / "pusher"
@@ -103,7 +103,12 @@ def test_policy_states_roll_out_the_pushers_checkpoints_in_the_prms_env(tmp_path
                               height=16, expert_fraction=1.0, noisy_fraction=0.0,
                               **(env | {"episode_length_s": 0.5})))
     own.meta["config"]["policy_run"] = str(run)
+    own.meta["config"]["wander_episodes"] = 3  # the PRM's data had wander episodes too
+    # the shift suite keeps the data's share of them; policy states have none
+    assert shift_config(own, {"enabled": False}, episodes=4, seed=0,
+                        batch_envs=2).wander_episodes == 6
     cfg = policy_state_config(own, ckpt, stages=1, episodes=2, noise=0.2, seed=3)
+    assert cfg.wander_episodes == 0
     # the given checkpoint alone: the PRM's own training policies are not rolled out again
     assert [s.checkpoint for s in policy_sources(all_policies(cfg))] == [ckpt]
     assert (cfg.action, cfg.decimation) == (env["action"], env["decimation"])
