@@ -217,8 +217,8 @@ def plot(task: str, arms: dict, budget: int, path: Path, oracle_2x: int | None) 
     fig, (train, ev) = plt.subplots(1, 2, figsize=(11.0, 4.2), sharey=True)
     for name, arm in arms.items():
         final = arm["eval_success"]
-        seeds = "/".join(f"{e:.0%}" for e in arm["eval_success_per_seed"] if e is not None)
-        label = name if final is None else f"{name} (final eval {final:.0%}" + (
+        seeds = "/".join(f"{e:.1%}" for e in arm["eval_success_per_seed"] if e is not None)
+        label = name if final is None else f"{name} (final eval {final:.1%}" + (
             f"; seeds {seeds})" if arm["seeds"] > 1 else ")")
         line, = train.plot(arm["env_steps"], arm["success_rate"], label=label)
         if arm.get("eval_curve"):
