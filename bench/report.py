@@ -272,7 +272,7 @@ def reward_rl(r: dict) -> str:
                   f"eval success | final training success | {reach} | "
                   "collection steps/s (vs sparse) |", "| --- | ---: | ---: | ---: | ---: |"]
         for name, a in rl["arms"].items():
-            ev = "-" if a["eval_success"] is None else f"{a['eval_success']:.0%}"
+            ev = "-" if a["eval_success"] is None else f"{a['eval_success']:.1%}"
             if seeds > 1 and a["eval_success"] is not None:
                 ev += " (" + ", ".join(f"{e:.0%}" for e in a["eval_success_per_seed"]) + ")"
             ratio = rl["collection_fps_ratio_vs_sparse"][name]
