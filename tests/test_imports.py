@@ -157,16 +157,18 @@ for name in json.loads(sys.argv[1]):
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.close(r)
-        try:
-            importlib.import_module(name)
-            msg = {"ok": True}
-        except ModuleNotFoundError as err:
-            msg = {"ok": False, "missing": err.name, "error": repr(err)}
-        except BaseException as err:
-            msg = {"ok": False, "missing": None, "error": repr(err)}
-        os.write(w, json.dumps(msg).encode()[:60000])  # within a pipe's buffer: never blocks
-        os._exit(0)
+        try:  # whatever happens (a parent killed: no reader), the child never returns
+            os.close(r)
+            try:
+                importlib.import_module(name)
+                msg = {"ok": True}
+            except ModuleNotFoundError as err:
+                msg = {"ok": False, "missing": err.name, "error": repr(err)}
+            except BaseException as err:
+                msg = {"ok": False, "missing": None, "error": repr(err)}
+            os.write(w, json.dumps(msg).encode()[:60000])  # within a pipe's buffer
+        finally:
+            os._exit(0)
     os.close(w)
     running[pid] = (name, r)
 while running:
