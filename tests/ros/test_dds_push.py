@@ -122,7 +122,8 @@ def test_push_policy_runs_on_the_simulated_robot_within_the_limits(ros_graph,
     safety = g.safety()
     commands = g.record(JointTrajectory, "/joint_trajectory")
     cube = g.record(PoseStamped, "/object_pose", qos_profile_sensor_data)
-    clock = g.record(Clock, "/clock")
+    # every tick kept in the reader's queue even when this process is slow to take them
+    clock = g.record(Clock, "/clock", 1000)
     place = g.node.create_publisher(PoseStamped, "/sim_robot/place_object", 10)
     goal = g.node.create_publisher(PointStamped, "/goal", 10)
     policy, robot = sim_deploy_nodes("panda", str(push_test_policy))
