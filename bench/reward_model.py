@@ -120,12 +120,18 @@ def changed_settings(run_dir: Path, overrides: list[str]) -> list[str]:
 
     ``model`` and ``train`` as they are; ``data`` without ``path`` (a build that read its
     frames back from a folder made them with the same settings). A default changed since
-    the PRM was trained (say ``model.fusion``) makes its cached copy stale.
+    the PRM was trained (say ``model.fusion``) makes its cached copy stale; a setting added
+    since, which its config lacks, counts at the command's own default (the behaviour
+    before the setting existed), so only a task that changes it makes the copy stale.
     """
     from omegaconf import OmegaConf
 
     saved = OmegaConf.to_container(OmegaConf.load(run_dir / "config.yaml"), resolve=True)
     today = OmegaConf.to_container(load_config("reward_train", overrides), resolve=True)
+    base = OmegaConf.to_container(load_config("reward_train", []), resolve=True)
+    for key in ("data", "model", "train"):
+        for name, value in base[key].items():
+            saved.setdefault(key, {}).setdefault(name, value)
     for cfg in (saved, today):
         cfg.get("data", {}).pop("path", None)
     return [key for key in ("data", "model", "train") if saved.get(key) != today.get(key)]

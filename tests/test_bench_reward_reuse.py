@@ -113,3 +113,11 @@ def test_a_cached_prm_built_with_other_settings_is_built_again(tmp_path, monkeyp
     assert cfg.data.path is None and cfg.data.episodes == 80
     assert rm.changed_settings(run_dir, rm.prm_overrides(
         "panda_reach", False, run_dir, ("data.policy_run=dense", "train.epochs=9"))) == ["train"]
+    # a setting added since the PRM was built: at its default, the copy still holds
+    saved = OmegaConf.load(run_dir / "config.yaml")
+    del saved.train["brightness"]
+    OmegaConf.save(saved, run_dir / "config.yaml")
+    assert rm.changed_settings(run_dir, built) == []
+    assert rm.changed_settings(run_dir, rm.prm_overrides(
+        "panda_reach", False, run_dir, ("data.policy_run=dense", "train.brightness=[0.5,2]"))
+    ) == ["train"]

@@ -20,7 +20,10 @@ Each minibatch mixes:
   as the start, with ``reverse_prob`` a later one (a reversed clip: no progress), both
   with the progress from that start as target (``labels.context_starts``); with
   probability ``context_dropout`` the start views are left out, so the model also
-  scores a state alone.
+  scores a state alone;
+- photometric augmentation (``brightness``, ``colour_std``; ``augment.py``): each state's
+  views relit by one brightness factor and colour gain, for light levels past the
+  rendered range.
 
 ``kinds`` restricts training to some kinds of episodes (an ablation: e.g. without the
 policy rollouts of the same dataset).
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,6 +46,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from embodied import distributed
+from embodied.reward.prm.augment import photometric
 from embodied.reward.prm.data import FrameDataset
 from embodied.reward.prm.labels import (
     context_starts,
@@ -73,6 +77,9 @@ class TrainConfig:
     reverse_prob: float = 0.15     # context start: a later state as the start (reversed clip)
     context_dropout: float = 0.2   # context start: no start views
     kinds: list[str] | None = None  # episode kinds to train on; None: all
+    # photometric augmentation (augment.py): per-state brightness factor range, colour gain std
+    brightness: list[float] = field(default_factory=lambda: [1.0, 1.0])
+    colour_std: float = 0.0
     seed: int = 0
 
 
@@ -171,6 +178,7 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
                 data.frames[starts]))], dim=1)
             keep = torch.from_numpy(rng.random(len(batch)) >= cfg.context_dropout)
             target_p = torch.where(keep, torch.from_numpy(rel), target_p)
+        frames = photometric(frames, cfg.brightness, cfg.colour_std, rng)
         target_s = torch.from_numpy(data.success[batch].astype(np.float32))
         texts, cf = instructions(data.instruction, others, near, len(batch), cfg, rng)
         cf_t = torch.from_numpy(cf)
