@@ -23,7 +23,8 @@ Each minibatch mixes:
   scores a state alone;
 - photometric augmentation (``brightness``, ``colour_std``; ``augment.py``): each state's
   views relit by one brightness factor and colour gain, for light levels past the
-  rendered range.
+  rendered range; each camera's image translated by up to ``pixel_shift`` pixels, for
+  cameras moved past the rendered range.
 
 ``kinds`` restricts training to some kinds of episodes (an ablation: e.g. without the
 policy rollouts of the same dataset).
@@ -46,7 +47,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from embodied import distributed
-from embodied.reward.prm.augment import photometric
+from embodied.reward.prm.augment import photometric, pixel_shift
 from embodied.reward.prm.data import FrameDataset
 from embodied.reward.prm.labels import (
     context_starts,
@@ -80,6 +81,7 @@ class TrainConfig:
     # photometric augmentation (augment.py): per-state brightness factor range, colour gain std
     brightness: list[float] = field(default_factory=lambda: [1.0, 1.0])
     colour_std: float = 0.0
+    pixel_shift: int = 0           # each camera's image translated by up to this many pixels
     seed: int = 0
 
 
@@ -179,6 +181,7 @@ def train_prm(data: FrameDataset, model_cfg: PRMConfig, cfg: TrainConfig,
             keep = torch.from_numpy(rng.random(len(batch)) >= cfg.context_dropout)
             target_p = torch.where(keep, torch.from_numpy(rel), target_p)
         frames = photometric(frames, cfg.brightness, cfg.colour_std, rng)
+        frames = pixel_shift(frames, cfg.pixel_shift, len(data.cameras), rng)
         target_s = torch.from_numpy(data.success[batch].astype(np.float32))
         texts, cf = instructions(data.instruction, others, near, len(batch), cfg, rng)
         cf_t = torch.from_numpy(cf)

@@ -79,15 +79,17 @@ def test_training_beats_shuffled_labels(dataset, trained):
     assert m["counterfactual_gap"] > 0.2
 
 
-def test_photometric_augmentation_reaches_training(dataset):
+def test_frame_augmentation_reaches_training(dataset):
     cfg = replace(TRAIN, epochs=1)
     model = replace(MODEL, cameras=dataset.cameras)
     plain, _ = train_prm(dataset, model, cfg, log=False)
     again, _ = train_prm(dataset, model, cfg, log=False)
     relit, _ = train_prm(dataset, model, replace(cfg, brightness=[2.0, 2.0]), log=False)
+    moved, _ = train_prm(dataset, model, replace(cfg, pixel_shift=3), log=False)
     first = next(plain.parameters())
     assert torch.equal(first, next(again.parameters()))  # same draws: same weights
     assert not torch.allclose(first, next(relit.parameters()))  # the relit frames trained it
+    assert not torch.allclose(first, next(moved.parameters()))  # and the moved ones
 
 
 def test_reward_model_interface(dataset, trained):
