@@ -49,7 +49,8 @@ def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
     data_cfg = OmegaConf.to_container(cfg.data, resolve=True) | task_env(cfg.task)
     path = data_cfg.pop("path")
     model_kw = OmegaConf.to_container(cfg.model, resolve=True)
-    PRMConfig(**model_kw)  # bad model settings fail before minutes of simulation
+    PRMConfig(**model_kw)  # bad model and training settings fail before minutes of simulation
+    train_cfg = TrainConfig(**OmegaConf.to_container(cfg.train, resolve=True))
     data_config = DataConfig(task=cfg.task.name, **data_cfg)
     policy_sources(all_policies(data_config))  # and so do missing policy checkpoints
     start = time.perf_counter()
@@ -68,8 +69,7 @@ def run_reward_train(cfg: DictConfig) -> dict[str, Any]:
     print(f"dataset {path}: {len(data.progress)} states of {len(data.episodes)} episodes "
           f"({sim_s:.0f} s)", flush=True)
     model_cfg = PRMConfig(cameras=data.cameras, **model_kw)
-    net, stats = train_prm(data, model_cfg, TrainConfig(**OmegaConf.to_container(
-        cfg.train, resolve=True)))
+    net, stats = train_prm(data, model_cfg, train_cfg)
     if not main:
         return {"rank": distributed.rank(), "train": stats}
     info = {"task": data.meta["task"], "instruction": data.instruction,

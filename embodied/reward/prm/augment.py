@@ -42,6 +42,21 @@ def photometric(frames: torch.Tensor, brightness: Sequence[float], colour_std: f
     return out.clamp_(0.0, 255.0).round_().to(torch.uint8)
 
 
+def check_settings(brightness: Sequence[float], colour_std: float, max_shift: int) -> None:
+    """Raises ``ValueError`` naming the fix for augmentation settings that are out of range.
+
+    The checks :func:`photometric` and :func:`pixel_shift` make, done once on the
+    configuration, so a bad setting fails before minutes of data simulation.
+    """
+    _range(brightness)
+    if colour_std < 0.0:
+        raise ValueError(f"train.colour_std: {colour_std} is negative; pass a std >= 0 "
+                         "(0: off)")
+    if max_shift < 0:
+        raise ValueError(f"train.pixel_shift: {max_shift} px is negative; pass a shift >= 0 "
+                         "(0: off)")
+
+
 def _range(brightness: Sequence[float]) -> tuple[float, float]:
     """``brightness`` as (low, high), checked."""
     values = [float(v) for v in brightness]

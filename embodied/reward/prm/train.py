@@ -21,8 +21,8 @@ Each minibatch mixes:
   with the progress from that start as target (``labels.context_starts``); with
   probability ``context_dropout`` the start views are left out, so the model also
   scores a state alone;
-- photometric augmentation (``brightness``, ``colour_std``; ``augment.py``): each state's
-  views relit by one brightness factor and colour gain, for light levels past the
+- frame augmentation (``brightness``, ``colour_std``, ``pixel_shift``; ``augment.py``):
+  each state's views relit by one brightness factor and colour gain, for light levels past the
   rendered range; each camera's image translated by up to ``pixel_shift`` pixels, for
   cameras moved past the rendered range.
 
@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from embodied import distributed
-from embodied.reward.prm.augment import photometric, pixel_shift
+from embodied.reward.prm.augment import check_settings, photometric, pixel_shift
 from embodied.reward.prm.data import FrameDataset
 from embodied.reward.prm.labels import (
     context_starts,
@@ -78,11 +78,15 @@ class TrainConfig:
     reverse_prob: float = 0.15     # context start: a later state as the start (reversed clip)
     context_dropout: float = 0.2   # context start: no start views
     kinds: list[str] | None = None  # episode kinds to train on; None: all
-    # photometric augmentation (augment.py): per-state brightness factor range, colour gain std
+    # frame augmentation (augment.py): per-state brightness factor range, colour gain std
     brightness: list[float] = field(default_factory=lambda: [1.0, 1.0])
     colour_std: float = 0.0
     pixel_shift: int = 0           # each camera's image translated by up to this many pixels
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Out-of-range augmentation settings raise ``ValueError`` naming the fix."""
+        check_settings(self.brightness, self.colour_std, self.pixel_shift)
 
 
 def sample_weights(data: FrameDataset, rows: np.ndarray, cfg: TrainConfig,

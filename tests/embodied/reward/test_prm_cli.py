@@ -88,3 +88,11 @@ def test_reward_train_errors_are_clear(tmp_path, capsys):
     assert main(["reward", "train", f"run_dir={tmp_path / 'q'}",
                  "model.context=later"]) == 2
     assert "model.context must be 'none' or 'start'" in capsys.readouterr().err
+    for setting, name in (("train.brightness=[1.5,0.7]", "train.brightness"),
+                          ("train.colour_std=-0.1", "train.colour_std"),
+                          ("train.pixel_shift=-1", "train.pixel_shift")):
+        assert main(["reward", "train", f"run_dir={tmp_path / 'a'}", "data.episodes=2",
+                     "data.batch_envs=2", setting]) == 2
+        out, err = capsys.readouterr()
+        assert err.startswith(f"error: {name}") and ": off)" in err
+        assert "simulating" not in out and "Traceback" not in err  # before any data
