@@ -4,7 +4,8 @@ Episodes come from the task's scripted expert (near-clean and noisy), from faile
 rollouts (smoothed random joint targets), optionally from the expert wandering off at
 random once the task's success holds (``wander_episodes``: the states after success, with
 the robot anywhere and the scene left as the expert left it or disturbed, which the
-expert alone never shows) and from given policies
+expert alone never shows; with ``wander_box`` the tcp goes to random waypoints in a box
+instead, so the hand also reaches poses random targets seldom do) and from given policies
 (``policies``: PPO checkpoints at several stages of training, with action noise, or
 uniformly random actions), so the model also sees the states an RL policy visits. Each
 has every camera view rendered every ``stride`` control steps and the task's privileged
@@ -62,6 +63,10 @@ class DataConfig:
     # beside ``episodes``: the near-clean expert until the task's success holds, then the
     # failed rollouts' random targets for the rest of the episode
     wander_episodes: int = 0
+    # wander episodes: after success, the tcp moves with the expert's own motion to random
+    # waypoints drawn uniformly in this box ([low xyz, high xyz], m, the task's frame), each
+    # with a random hand yaw, instead of the random targets; None: the random targets
+    wander_box: list[list[float]] | None = None
     batch_envs: int = 16           # episodes simulated together
     stride: int = 4                # control steps between recorded states
     width: int = 64
@@ -89,6 +94,11 @@ class DataConfig:
     # whose rollouts cover the states an RL policy visits: adds :data:`COVERAGE` of it to
     # ``policies`` (see :func:`coverage_policies`). None: ``policies`` alone.
     policy_run: str | None = None
+
+    def __post_init__(self) -> None:
+        """A malformed ``wander_box`` raises ``ValueError`` naming the fix."""
+        if self.wander_box is not None:
+            box_corners(self.wander_box)
 
 
 @dataclass(frozen=True)
@@ -226,10 +236,12 @@ Policy = Callable[[torch.Tensor], torch.Tensor]
 
 
 def rollout_policy(env: Any, kind: str, noise: float, checkpoint: str | None,
-                   seed: int, random_scale: float = 0.4) -> Policy:
+                   seed: int, random_scale: float = 0.4,
+                   wander_box: list[list[float]] | None = None) -> Policy:
     """Observations -> actions of one batch of episodes of ``kind`` (see ``DataConfig``).
 
-    ``random_scale``: the random targets' std of a ``wander`` episode after its success.
+    ``random_scale``: the random targets' std of a ``wander`` episode after its success;
+    ``wander_box``: waypoints there instead (``DataConfig.wander_box``).
     """
     gen = torch.Generator().manual_seed(seed)
     if kind == "failed":
@@ -240,7 +252,9 @@ def rollout_policy(env: Any, kind: str, noise: float, checkpoint: str | None,
 
         expert = make_expert(env, noise=noise, seed=seed)
         if kind == "wander":
-            return _WanderAfterSuccess(env, expert, random_scale, seed)
+            after = _RandomTargets(env.num_envs, env.action_dim, random_scale, seed) \
+                if wander_box is None else _Waypoints(expert, wander_box, seed)
+            return _WanderAfterSuccess(env, expert, after)
         return lambda obs: expert()
     if checkpoint is None or checkpoint == "random":
         return lambda obs: torch.rand(obs.shape[0], env.action_dim, generator=gen) * 2 - 1
@@ -274,23 +288,78 @@ class _RandomTargets:
         return self.action.clamp(-1.0, 1.0)
 
 
-class _WanderAfterSuccess:
-    """A wander batch's actions: the expert's, then random once the env's success held.
+class _Waypoints:
+    """The tcp sent to random waypoints in a box by a scripted expert's own motion.
 
-    From the step on which an env's success first holds, to the end of its episode, the
-    env gets the failed rollouts' drifting random targets instead of the expert's actions.
+    Each env draws a waypoint uniformly in ``box`` ([low xyz, high xyz]) and a hand yaw
+    uniformly in [-pi, pi], and draws again once the tcp is within ``reached`` of it or
+    after ``patience`` steps. The gripper stays closed.
     """
 
-    def __init__(self, env: Any, expert: Callable[[], torch.Tensor], scale: float,
-                 seed: int) -> None:
-        self.env, self.expert = env, expert
-        self.targets = _RandomTargets(env.num_envs, env.action_dim, scale, seed)
+    reached = 0.03  # m
+    patience = 25   # control steps
+
+    def __init__(self, expert: Any, box: list[list[float]], seed: int) -> None:
+        if not hasattr(expert, "move"):
+            raise ValueError("data.wander_box: the task's expert has no tcp motion to reach "
+                             "waypoints with; leave data.wander_box unset (null)")
+        self.expert = expert
+        self.low, self.high = (torch.tensor(c, dtype=torch.float64) for c in box_corners(box))
+        self.gen = torch.Generator().manual_seed(seed)
+        n = expert.task.sim.num_envs
+        self.point = torch.zeros(n, 3, dtype=torch.float64)
+        self.yaw = torch.zeros(n, dtype=torch.float64)
+        self.timer = torch.full((n,), self.patience)
+
+    def __call__(self) -> torch.Tensor:
+        ee = self.expert.task.ee_pos.cpu().to(torch.float64)
+        due = ((ee - self.point).norm(dim=1) < self.reached) | (self.timer >= self.patience)
+        k = int(due.sum())
+        if k:
+            u = torch.rand(k, 3, generator=self.gen, dtype=torch.float64)
+            self.point[due] = self.low + u * (self.high - self.low)
+            self.yaw[due] = (torch.rand(k, generator=self.gen, dtype=torch.float64) * 2
+                             - 1) * torch.pi
+            self.timer[due] = 0
+        self.timer += 1
+        dev = self.expert.task.ee_pos.device
+        closed = torch.zeros(len(due), device=dev)
+        return self.expert.move(self.point.to(dev), closed, self.yaw.to(dev))
+
+
+def box_corners(box: Any) -> tuple[list[float], list[float]]:
+    """``box`` ([low xyz, high xyz]) as two lists of 3 floats, checked.
+
+    Raises ``ValueError`` naming the fix for any other shape or a low above its high.
+    """
+    try:
+        low, high = ([float(v) for v in corner] for corner in box)
+        ok = len(low) == len(high) == 3 and all(a <= b for a, b in zip(low, high, strict=True))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError(f"data.wander_box: {box} is not [[x, y, z], [x, y, z]] with low <= "
+                         "high; pass e.g. [[0.25, -0.3, 0.03], [0.7, 0.3, 0.7]] (null: off)")
+    return low, high
+
+
+class _WanderAfterSuccess:
+    """A wander batch's actions: the expert's, then ``after``'s once the env's success held.
+
+    From the step on which an env's success first holds, to the end of its episode, the
+    env gets ``after``'s actions (the failed rollouts' drifting random targets, or
+    :class:`_Waypoints`) instead of the expert's.
+    """
+
+    def __init__(self, env: Any, expert: Callable[[], torch.Tensor],
+                 after: Callable[[], torch.Tensor]) -> None:
+        self.env, self.expert, self.after = env, expert, after
         self.wandering = torch.zeros(env.num_envs, dtype=torch.bool)
 
     def __call__(self, obs: torch.Tensor) -> torch.Tensor:
         self.wandering |= self.env.task.success().bool().cpu()
-        action, random = self.expert(), self.targets()
-        return torch.where(self.wandering[:, None], random.to(action), action)
+        action, other = self.expert(), self.after()
+        return torch.where(self.wandering[:, None], other.to(action), action)
 
 
 def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
@@ -319,7 +388,8 @@ def simulate(cfg: DataConfig, progress_bar: bool = False) -> FrameDataset:
                                                            disable=not progress_bar)):
             seed = cfg.seed * 1000 + b
             obs = env.reset(seed=seed)
-            policy = rollout_policy(env, kind, noise, checkpoint, seed, cfg.random_scale)
+            policy = rollout_policy(env, kind, noise, checkpoint, seed, cfg.random_scale,
+                                    cfg.wander_box)
             active = torch.ones(env.num_envs, dtype=torch.bool)
             recs: list[list[tuple]] = [[] for _ in range(env.num_envs)]
             for t in range(env.max_episode_steps):

@@ -138,10 +138,11 @@ def shift_config(data: FrameDataset, visual: Mapping[str, Any], episodes: int, s
 def shift_dataset(cfg: DataConfig, folder: Path | None) -> FrameDataset:
     """The episodes of ``cfg``, simulated once.
 
-    Loaded from ``folder`` if simulated there before with the same settings and the same
-    policy checkpoints (a run folder's picks change as it trains), none of them written
-    since (a run trained again in the same folder), else simulated (and saved there, if
-    given).
+    Loaded from ``folder`` if simulated there before with the same settings (a setting
+    the saved config lacks counts at its default: it was added since, with the behaviour
+    before as default) and the same policy checkpoints (a run folder's picks change as it
+    trains), none of them written since (a run trained again in the same folder), else
+    simulated (and saved there, if given).
     """
     if folder is not None and (folder / "meta.json").is_file():
         data = load_frames(folder)
@@ -149,7 +150,8 @@ def shift_dataset(cfg: DataConfig, folder: Path | None) -> FrameDataset:
         wanted = {s.checkpoint for s in policy_sources(all_policies(cfg))}
         saved = (folder / "meta.json").stat().st_mtime
         older = all(c == "random" or Path(c).stat().st_mtime <= saved for c in wanted)
-        if data.meta.get("config") == asdict(cfg) and rolled == wanted and older:
+        same = (asdict(DataConfig(task=cfg.task)) | data.meta.get("config", {})) == asdict(cfg)
+        if same and rolled == wanted and older:
             return data
     data = simulate(cfg)
     if folder is not None:

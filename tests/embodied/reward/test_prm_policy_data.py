@@ -124,3 +124,33 @@ def test_wander_episodes_leave_the_goal_after_success():
     # the expert stays at its target; the same expert wandering off after success does not
     assert held_after_success("expert") > 0.9
     assert held_after_success("wander") < 0.5
+
+
+def test_wander_box_sends_the_tcp_to_waypoints_after_success():
+    low, high = [0.35, -0.15, 0.45], [0.55, 0.15, 0.6]
+    env = make_env("panda_push", num_envs=8, seed=3, action="ee_delta_yaw_closed")
+    obs = env.reset(seed=3)
+    policy = rollout_policy(env, "wander", 0.0, None, seed=3, wander_box=[low, high])
+    first = torch.full((env.num_envs,), -1)
+    yaws = []
+    for t in range(env.max_episode_steps - 1):
+        hit = env.task.success().bool().cpu() & (first < 0)
+        first[hit] = t
+        obs, *_ = env.step(policy(obs))
+        yaws.append(env.task.ee_yaw.cpu().clone())
+    late = (first >= 0) & (first < env.max_episode_steps - 60)
+    assert late.sum() >= 4, first  # most envs succeed with time left to wander
+    ee = env.task.ee_pos.cpu()[late]
+    outside = (torch.tensor(low) - ee).clamp_min(0) + (ee - torch.tensor(high)).clamp_min(0)
+    assert (outside.norm(dim=1) < 0.05).float().mean() >= 0.75, ee  # at a waypoint, or near
+    step = torch.stack(yaws)[-50:, late].diff(dim=0)
+    turned = (torch.remainder(step + torch.pi, 2 * torch.pi) - torch.pi).abs().sum(dim=0)
+    assert turned.mean() > 0.5, turned  # the hand turns to each waypoint's yaw too
+    env.close()
+
+
+@pytest.mark.parametrize("box", [[[0.3, 0.0, 0.1]], [[0.3, 0.0], [0.5, 0.1]],
+                                 [[0.5, 0.0, 0.1], [0.3, 0.1, 0.2]], "high"])
+def test_a_bad_wander_box_names_the_fix(box):
+    with pytest.raises(ValueError, match=r"data\.wander_box.*e\.g\. \[\[0\.25"):
+        DataConfig(task="panda_push", wander_episodes=16, wander_box=box)

@@ -3,6 +3,7 @@ push PRM's episodes run in."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping
@@ -130,6 +131,13 @@ def test_policy_states_roll_out_the_pushers_checkpoints_in_the_prms_env(tmp_path
     saved = (folder / "meta.json").stat().st_mtime_ns
     assert len(shift_dataset(by_run, folder).episodes) == len(again.episodes)
     assert (folder / "meta.json").stat().st_mtime_ns == saved  # read back, not redone
+    # rollouts saved before a setting existed count it at its default: still read back
+    meta = json.loads((folder / "meta.json").read_text())
+    del meta["config"]["wander_box"]
+    (folder / "meta.json").write_text(json.dumps(meta))
+    saved = (folder / "meta.json").stat().st_mtime_ns
+    shift_dataset(by_run, folder)
+    assert (folder / "meta.json").stat().st_mtime_ns == saved
     # the run trained again in the same folder: its checkpoint is newer than the rollouts
     os.utime(later, (time.time() + 60, time.time() + 60))
     shift_dataset(by_run, folder)
