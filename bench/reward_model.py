@@ -280,13 +280,15 @@ def policy_states(task: str, quick: bool, eval_policy: Path, coverage: Path | No
 def with_kept_arms(name: str, section: dict, quick: bool) -> dict:
     """``section`` (``name``) with the arms of the result file's section it did not run.
 
-    Kept arms carry ``ran``: the date of the run that measured them.
+    Kept arms carry ``ran``: the date of the run that measured them. A policy-state
+    section keeps none when it rolled out another policy than the file's: their figures
+    are of other states.
     """
     path = RESULTS / f"reward_model{'.quick' if quick else ''}.json"
     old = json.loads(path.read_text()).get(name) if path.is_file() else None
-    if not old:
-        return section
     nested = "arms" in section  # policy_states: under "arms"; visual_shift: top level
+    if not old or (nested and old.get("policy") != section.get("policy")):
+        return section
     new_arms, old_arms = (section["arms"], old["arms"]) if nested else (section, old)
     new_arms.update(kept_arms({a: old_arms[a] for a in SHIFT_ARMS if a in old_arms},
                               new_arms, old.get("date")))

@@ -41,7 +41,8 @@ def test_shift_arms_not_rerun_are_kept_with_the_date_they_ran(tmp_path, monkeypa
     old = {"visual_shift_panda_push": {"date": "d0", "policy_data": {"run": "r"},
                                        "randomised": {"shift": 1}, "plain": {"shift": 2},
                                        "randomised_policies": {"shift": 3, "ran": "d-1"}},
-           "policy_states_panda_push": {"date": "d0", "arms": {"plain": {"pearson": 0.8}}}}
+           "policy_states_panda_push": {"date": "d0", "policy": "run_a",
+                                        "arms": {"plain": {"pearson": 0.8}}}}
     (tmp_path / "reward_model.json").write_text(json.dumps(old))
     shift = rm.with_kept_arms("visual_shift_panda_push", {"coverage": {"shift": 4},
                                                           "plain": {"shift": 5}}, quick=False)
@@ -49,8 +50,13 @@ def test_shift_arms_not_rerun_are_kept_with_the_date_they_ran(tmp_path, monkeypa
                      "randomised": {"shift": 1, "ran": "d0"},
                      "randomised_policies": {"shift": 3, "ran": "d-1"},
                      "policy_data": {"run": "r"}}
-    states = rm.with_kept_arms("policy_states_panda_push", {"arms": {"coverage": {}}}, False)
-    assert states == {"arms": {"coverage": {}, "plain": {"pearson": 0.8, "ran": "d0"}}}
+    states = rm.with_kept_arms("policy_states_panda_push",
+                               {"policy": "run_a", "arms": {"coverage": {}}}, False)
+    assert states["arms"] == {"coverage": {}, "plain": {"pearson": 0.8, "ran": "d0"}}
+    # rollouts of another policy: the file's arms scored other states, none is kept
+    other = rm.with_kept_arms("policy_states_panda_push",
+                              {"policy": "run_b", "arms": {"coverage": {}}}, False)
+    assert other["arms"] == {"coverage": {}}
     assert rm.with_kept_arms("visual_shift_panda_reach", {"plain": {}}, False) == {"plain": {}}
 
 
